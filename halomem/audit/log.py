@@ -1,0 +1,87 @@
+"""The audit trail: one row per write, erase, search and fallback.
+
+Each row's hash covers the previous row's hash and its own fields, so an UPDATE or DELETE done
+behind the kernel's back breaks the chain at that row, and `verify` names it. Appends are
+serialized with a transaction-scoped advisory lock and run in the caller's transaction, so a write
+and its audit row commit together or not at all.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..db.schema import audit_log
+
+AUDIT_LOCK = 0x6A10_0002
+GENESIS = "0" * 64
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    seq: int
+    at: datetime
+    actor_ns: str
+    action: str
+    detail: str
+    request_id: str
+    prev_hash: str
+    hash: str
+
+
+def row_hash(prev_hash: str, seq: int, at: datetime, actor_ns: str, action: str, detail: str,
+             request_id: str) -> str:
+    micros = (at - _EPOCH) // timedelta(microseconds=1)
+    payload = json.dumps([prev_hash, seq, micros, actor_ns, action, detail, request_id], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def append(conn: Connection, actor_ns: str, action: str, detail: str, request_id: str) -> int:
+    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": AUDIT_LOCK})
+    last = conn.execute(sa.select(audit_log.c.seq, audit_log.c.hash)
+                        .order_by(audit_log.c.seq.desc()).limit(1)).first()
+    seq, prev = (last.seq + 1, last.hash) if last else (1, GENESIS)
+    at = datetime.now(timezone.utc)
+    digest = row_hash(prev, seq, at, actor_ns, action, detail, request_id)
+    conn.execute(audit_log.insert().values(seq=seq, at=at, actor_ns=actor_ns, action=action, detail=detail,
+                                           request_id=request_id, prev_hash=prev, hash=digest))
+    return seq
+
+
+def tail(conn: Connection, n: int = 20, action: str | None = None) -> list[AuditRow]:
+    stmt = sa.select(audit_log).order_by(audit_log.c.seq.desc()).limit(n)
+    if action:
+        stmt = stmt.where(audit_log.c.action == action)
+    return [AuditRow(**r._mapping) for r in reversed(conn.execute(stmt).all())]
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    ok: bool
+    rows: int
+    first_bad_seq: int | None = None
+    reason: str = ""
+
+
+def verify(conn: Connection, batch: int = 5000) -> VerifyResult:
+    prev, expected_seq, count = GENESIS, 1, 0
+    after = 0
+    while True:
+        rows = conn.execute(sa.select(audit_log).where(audit_log.c.seq > after)
+                            .order_by(audit_log.c.seq).limit(batch)).all()
+        if not rows:
+            return VerifyResult(True, count)
+        for r in rows:
+            if r.seq != expected_seq:
+                return VerifyResult(False, count, expected_seq, f"row {expected_seq} is missing (next is {r.seq})")
+            if r.prev_hash != prev:
+                return VerifyResult(False, count, r.seq, f"row {r.seq} does not link to row {r.seq - 1}")
+            if row_hash(prev, r.seq, r.at, r.actor_ns, r.action, r.detail, r.request_id) != r.hash:
+                return VerifyResult(False, count, r.seq, f"row {r.seq} was altered (hash mismatch)")
+            prev, expected_seq, count = r.hash, r.seq + 1, count + 1
+        after = rows[-1].seq

@@ -1,0 +1,1 @@
+"""The `halomem` command tree (typer): one module per command group."""

@@ -1,0 +1,45 @@
+"""db status | start | stop for the embedded server."""
+from __future__ import annotations
+
+import typer
+
+from ..db import embedded
+from ..errors import ConfigError
+from .common import JsonOption, emit_json, out, settings
+
+app = typer.Typer(no_args_is_help=True, help="The embedded PostgreSQL server.")
+
+
+def _embedded_home():  # noqa: ANN202
+    s = settings()
+    if s.database_url:
+        raise ConfigError("HALOMEM_DATABASE_URL is set: the server is external and not managed by halomem")
+    return s.home
+
+
+@app.command()
+def status(as_json: bool = JsonOption) -> None:
+    """Whether the embedded server runs, its pid, socket dir and attached processes."""
+    st = embedded.status(_embedded_home())
+    if as_json:
+        emit_json(st)
+    else:
+        out.print(f"embedded PostgreSQL: {'running pid ' + str(st.pid) if st.running else 'stopped'}"
+                  f" data={st.pgdata}" + (" (pinned by db start)" if st.pinned else ""))
+
+
+@app.command()
+def start(as_json: bool = JsonOption) -> None:
+    """Start the embedded server and keep it running after this process exits."""
+    home = _embedded_home()
+    embedded.attach(home)
+    embedded.pin(home, True)
+    st = embedded.status(home)
+    emit_json(st) if as_json else out.print(f"embedded PostgreSQL running pid {st.pid} (kept running)")
+
+
+@app.command()
+def stop(as_json: bool = JsonOption) -> None:
+    """Stop the embedded server."""
+    stopped = embedded.stop(_embedded_home())
+    emit_json({"stopped": stopped}) if as_json else out.print("stopped" if stopped else "not running")

@@ -1,0 +1,75 @@
+"""Entry point: builds the command tree and maps every failure to one stderr line + exit code."""
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+import typer
+from typer.exceptions import Abort, Exit, TyperException
+
+from ..errors import EXIT_CODES, DatabaseUnavailableError, HalomemError
+from . import audit_cmds, conformance_cmds, db_cmds, graph_cmds, memory_cmds, policy_cmds, search_cmds
+from .common import err, setup_logging
+
+app = typer.Typer(
+    name="halomem", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    help="Governed organizational memory for AI agents.\n\nExit codes: "
+         + "; ".join(f"{code} {what}" for code, what in sorted(EXIT_CODES.items())),
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+memory_cmds.register(app)
+search_cmds.register(app)
+app.add_typer(graph_cmds.entity_app, name="entity")
+app.add_typer(graph_cmds.concept_app, name="concept")
+app.add_typer(policy_cmds.app, name="policy")
+app.add_typer(audit_cmds.app, name="audit")
+app.add_typer(db_cmds.app, name="db")
+app.add_typer(search_cmds.drivers_app, name="drivers")
+conformance_cmds.register(app)
+
+
+def _one_line(text: str) -> str:
+    first = (text or "").strip().splitlines()
+    return first[0] if first else ""
+
+
+def run(argv: list[str] | None = None) -> None:
+    setup_logging()
+    debug = os.environ.get("HALOMEM_DEBUG") == "1"
+    try:
+        rv = typer.main.get_command(app).main(args=argv, prog_name="halomem", standalone_mode=False)
+        code = rv if isinstance(rv, int) else 0
+    except Exit as exc:
+        code = exc.exit_code
+    except TyperException as exc:
+        show = getattr(exc, "show", None)
+        show() if show else err.print(f"halomem: {exc}", markup=False)
+        code = exc.exit_code
+    except (Abort, KeyboardInterrupt):
+        err.print("halomem: interrupted", markup=False)
+        code = 130
+    except HalomemError as exc:
+        if debug:
+            traceback.print_exc()
+        err.print(f"halomem: {exc.kind}: {_one_line(str(exc))}", markup=False)
+        code = exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: never a bare traceback
+        from sqlalchemy.exc import DBAPIError
+
+        if debug:
+            traceback.print_exc()
+        if isinstance(exc, DBAPIError) and exc.connection_invalidated or type(exc).__name__ == "OperationalError":
+            err.print(f"halomem: {DatabaseUnavailableError.kind}: {_one_line(str(getattr(exc, 'orig', exc)))}",
+                      markup=False)
+            code = DatabaseUnavailableError.exit_code
+        else:
+            err.print(f"halomem: internal error: {type(exc).__name__}: {_one_line(str(exc))}"
+                      " (HALOMEM_DEBUG=1 shows the traceback)", markup=False)
+            code = 1
+    sys.stdout.flush()
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    run()

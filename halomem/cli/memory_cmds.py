@@ -1,0 +1,102 @@
+"""init, remember, ingest, supersede, erase, history."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from ..errors import InvalidInputError
+from .common import JsonOption, NsOption, emit_json, err, kernel, ns_required, out
+
+
+def _provenance(text: Optional[str]) -> Optional[dict]:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"--provenance is not valid JSON: {exc.msg}") from None
+    if not isinstance(value, dict):
+        raise InvalidInputError("--provenance must be a JSON object")
+    return value
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def init(as_json: bool = JsonOption) -> None:
+        """Create (or upgrade) the store: start the embedded server if needed, apply migrations."""
+        k = kernel()
+        info = {"database": k.engine.url.render_as_string(hide_password=True), "embedder": k.embedder.name,
+                "dim": k.embedder.dim, "drivers": k.registry.names()}
+        if as_json:
+            emit_json(info)
+        else:
+            out.print(f"halomem ready: {info['database']} (embedder {info['embedder']}/{info['dim']}-d)")
+
+    @app.command()
+    def remember(content: str = typer.Argument(..., help="The memory text."), ns: Optional[str] = NsOption,
+                 source: Optional[str] = typer.Option(None, help="Where this came from."),
+                 provenance: Optional[str] = typer.Option(None, help="JSON object of provenance."),
+                 as_json: bool = JsonOption) -> None:
+        """Write one memory into the caller's namespace."""
+        made = kernel().remember(ns_required(ns), content, source=source, provenance=_provenance(provenance))
+        emit_json({"id": made.id, "namespace": made.namespace}) if as_json else out.print(made.id)
+
+    @app.command()
+    def supersede(old_id: str = typer.Argument(..., help="The chain's current head."),
+                  content: str = typer.Argument(...), ns: Optional[str] = NsOption,
+                  source: Optional[str] = typer.Option(None), provenance: Optional[str] = typer.Option(None),
+                  as_json: bool = JsonOption) -> None:
+        """Replace a memory: close its validity and link the new head (a lost race exits 5)."""
+        made = kernel().supersede(ns_required(ns), old_id, content, source=source,
+                                  provenance=_provenance(provenance))
+        emit_json({"id": made.id, "supersedes": old_id}) if as_json else out.print(made.id)
+
+    @app.command()
+    def erase(memory_id: str, ns: Optional[str] = NsOption,
+              reason: str = typer.Option("", help="Recorded in the audit trail."),
+              as_json: bool = JsonOption) -> None:
+        """Remove a memory's content and vector for good, keeping a tombstone and an audit row."""
+        kernel().erase(ns_required(ns), memory_id, reason=reason)
+        emit_json({"erased": memory_id}) if as_json else out.print(f"erased {memory_id}")
+
+    @app.command()
+    def history(memory_id: str, ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
+        """Show the supersedence chain through a memory, oldest first."""
+        chain = kernel().history(ns_required(ns), memory_id)
+        if as_json:
+            emit_json(chain)
+            return
+        table = Table("id", "valid from", "valid to", "state", "content")
+        for row in chain:
+            state = "erased" if row.erased_at else ("current" if row.t_valid_to is None else "superseded")
+            table.add_row(row.id, f"{row.t_valid_from:%Y-%m-%d %H:%M:%S}",
+                          f"{row.t_valid_to:%Y-%m-%d %H:%M:%S}" if row.t_valid_to else "-", state,
+                          row.content[:80])
+        out.print(table)
+
+    @app.command()
+    def ingest(path: Path = typer.Argument(..., help="A .jsonl or .csv file (fields: content, source, provenance)."),
+               ns: Optional[str] = NsOption, fmt: Optional[str] = typer.Option(None, "--format"),
+               skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip bad lines instead of refusing the file."),
+               as_json: bool = JsonOption) -> None:
+        """Bulk-write a file in one transaction: all of it or none of it."""
+        namespace = ns_required(ns)
+        k = kernel()
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                      console=err, transient=True, disable=as_json) as bar:
+            task = bar.add_task("embedding", total=None)
+            report = k.ingest(namespace, path, fmt=fmt, skip_bad=skip_bad,
+                              on_parsed=lambda n: bar.update(task, total=n),
+                              progress=lambda n: bar.advance(task, n))
+        for line, reason in report.skipped:
+            err.print(f"halomem: skipped {path}:{line}: {reason}", markup=False)
+        if as_json:
+            emit_json({"written": report.written, "skipped": [{"line": n, "reason": r} for n, r in report.skipped]})
+        else:
+            out.print(f"ingested {report.written} memories into {namespace}"
+                      + (f" ({len(report.skipped)} bad lines skipped)" if report.skipped else ""))

@@ -1,0 +1,73 @@
+"""policy set | show | clear | export | import."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+import yaml
+from rich.table import Table
+
+from ..errors import InvalidInputError
+from ..kernel import namespace
+from .common import JsonOption, NsOption, emit_json, kernel, ns_required, out
+
+app = typer.Typer(no_args_is_help=True, help="Per-namespace retriever routing.")
+
+
+@app.command("set")
+def policy_set(ns: Optional[str] = NsOption, retriever: Optional[str] = typer.Option(None),
+               ab_a: Optional[str] = typer.Option(None, "--ab-a"), ab_b: Optional[str] = typer.Option(None, "--ab-b"),
+               pct_b: Optional[int] = typer.Option(None, "--pct-b"), as_json: bool = JsonOption) -> None:
+    """Route a namespace to one driver (--retriever) or split it (--ab-a A --ab-b B --pct-b 25)."""
+    if retriever and not any((ab_a, ab_b, pct_b is not None)):
+        data: dict = {"retriever": retriever}
+    elif not retriever and ab_a and ab_b and pct_b is not None:
+        data = {"ab_test": {"a": ab_a, "b": ab_b, "pct_b": pct_b}}
+    else:
+        raise InvalidInputError("give either --retriever NAME or all of --ab-a, --ab-b and --pct-b")
+    policy = kernel().set_policy(ns_required(ns), data)
+    emit_json(policy.to_dict()) if as_json else out.print(f"{ns}: {policy.to_dict()}")
+
+
+@app.command("show")
+def policy_show(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
+    """The effective policy of a namespace and where it comes from."""
+    policy = kernel().effective_policy(ns_required(ns))
+    data = {**policy.to_dict(), "from": policy.namespace or "default"}
+    emit_json(data) if as_json else out.print(data)
+
+
+@app.command("clear")
+def policy_clear(ns: Optional[str] = NsOption) -> None:
+    """Remove a namespace's own policy (it inherits again)."""
+    out.print("cleared" if kernel().clear_policy(ns_required(ns)) else "no policy of its own")
+
+
+@app.command("export")
+def policy_export(as_json: bool = JsonOption) -> None:
+    """Every namespace's own policy, as YAML (or JSON)."""
+    data = {p.namespace: p.to_dict() for p in kernel().policies()}
+    emit_json(data) if as_json else typer.echo(yaml.safe_dump(data, sort_keys=True), nl=False)
+
+
+@app.command("import")
+def policy_import(path: Path, as_json: bool = JsonOption) -> None:
+    """Apply a YAML file mapping namespace -> policy (all validated before any is written)."""
+    from ..policy import parse_policy
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise InvalidInputError(f"{path}: expected a mapping of namespace -> policy")
+    parsed = [(namespace(str(ns)), parse_policy(p)) for ns, p in data.items()]
+    k = kernel()
+    for ns, policy in parsed:
+        k.set_policy(ns, policy.to_dict())
+    emit_json({"imported": len(parsed)}) if as_json else out.print(f"imported {len(parsed)} policies")
+
+

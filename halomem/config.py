@@ -1,0 +1,56 @@
+"""Settings, resolved as: explicit flags > HALOMEM_* environment > config file > defaults."""
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ConfigError
+
+ENV_PREFIX = "HALOMEM_"
+KEYS = ("home", "database_url", "embedder", "ns", "sidecar_url")
+
+
+def default_home() -> Path:
+    """Per-user data dir; as root, /var/lib/halomem (the embedded server loosens parent dirs' modes)."""
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return Path("/var/lib/halomem")
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "halomem"
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path = field(default_factory=default_home)
+    database_url: str | None = None
+    embedder: str = "hash"
+    ns: str | None = None
+    sidecar_url: str | None = None
+
+    def with_overrides(self, **flags: Any) -> "Settings":
+        return replace(self, **{k: v for k, v in flags.items() if v is not None})
+
+
+def _from_file(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    unknown = sorted(set(data) - set(KEYS))
+    if unknown:
+        raise ConfigError(f"config file {path}: unknown key(s) {', '.join(unknown)}")
+    return data
+
+
+def load_settings(env: Mapping[str, str] | None = None, **flags: Any) -> Settings:
+    env = os.environ if env is None else env
+    from_env = {k: env[ENV_PREFIX + k.upper()] for k in KEYS if env.get(ENV_PREFIX + k.upper())}
+    home = Path(flags.get("home") or from_env.get("home") or default_home()).expanduser()
+    merged: dict[str, Any] = {**_from_file(home / "config.toml"), **from_env}
+    merged["home"] = home
+    settings = Settings(**{k: (Path(v) if k == "home" else v) for k, v in merged.items()})
+    return settings.with_overrides(**{k: v for k, v in flags.items() if k != "home"})

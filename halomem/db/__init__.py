@@ -1,0 +1,1 @@
+"""Storage: the engine, the schema, migrations and the embedded PostgreSQL server."""

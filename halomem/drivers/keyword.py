@@ -1,0 +1,57 @@
+"""keyword: the seed's worked example. 0.6 * cosine + 0.4 * query-term coverage.
+
+DRIVER BOUNDARY: imports only halomem.types. Coverage is computed here rather than with the
+kernel's BM25, to show an independent scorer.
+"""
+from __future__ import annotations
+
+import re
+
+from halomem.types import Capabilities, RetrieverQuery, ScoredRef, estimate_tokens, fit_budget, rank_key
+
+VECTOR_WEIGHT = 0.6
+COVERAGE_WEIGHT = 0.4
+CANDIDATE_LIMIT = 500
+_TERM = re.compile(r"[a-z0-9]+")
+
+
+def terms(text: str) -> set[str]:
+    return set(_TERM.findall(text.lower()))
+
+
+def coverage(query_terms: set[str], content: str) -> float:
+    """Fraction of distinct query terms that appear in the document."""
+    if not query_terms:
+        return 0.0
+    return len(query_terms & terms(content)) / len(query_terms)
+
+
+class KeywordDriver:
+    name = "keyword"
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(graph=False, streaming=False)
+
+    def plan(self, q: RetrieverQuery) -> list[ScoredRef]:
+        if q.k <= 0:
+            return []
+        view = q.view
+        # 1. Everything this driver may see comes from the view.
+        lexical = getattr(view, "lexical_candidates", None)
+        pool = lexical(q.query, CANDIDATE_LIMIT) if lexical else view.candidates(CANDIDATE_LIMIT)
+        allowed = {c.ref: c.content for c in pool}
+        # 2. Vector lane, over the same ACL-scoped corpus.
+        [embedding] = view.embed([q.query])
+        cosine: dict[str, float] = {}
+        for hit in view.vector_search(embedding, max(q.k * 3, 15)):
+            allowed.setdefault(hit.ref, hit.content)
+            cosine[hit.ref] = max(cosine.get(hit.ref, 0.0), hit.score)
+        # 3. Score every admitted ref.
+        query_terms = terms(q.query)
+        scored = []
+        for ref, content in allowed.items():
+            score = VECTOR_WEIGHT * max(0.0, cosine.get(ref, 0.0)) + COVERAGE_WEIGHT * coverage(query_terms, content)
+            if score > 0:
+                scored.append(ScoredRef(ref, "L2", ref, score, content, estimate_tokens(content)))
+        # 4. Deterministic order (score desc, ref asc); 5. budget discipline, top hit survives.
+        return fit_budget(sorted(scored, key=rank_key), q.k, q.token_budget)

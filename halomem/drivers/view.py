@@ -1,0 +1,74 @@
+"""build_scoped_view: the only constructor of a ScopedView.
+
+The view is a driver's whole world. Every method delegates to the index (which applies the one
+ACL + validity predicate) and records the refs it hands out, so the kernel can drop any ref a
+driver returns that this view did not admit during this call.
+"""
+from __future__ import annotations
+
+from typing import Literal, Sequence
+
+from ..embed import Embedder
+from ..index import IndexReader, Scope
+from ..types import Candidate, EntityFact, Namespace, ScoredRef, VectorHit
+
+DEFAULT_CANDIDATES = 500
+MAX_LIMIT = 5000
+
+
+def _bounded(n: int) -> int:
+    return max(0, min(int(n), MAX_LIMIT))
+
+
+class KernelScopedView:
+    __slots__ = ("namespace", "_reader", "_scope", "_embedder", "_admitted")
+
+    def __init__(self, reader: IndexReader, scope: Scope, embedder: Embedder) -> None:
+        self.namespace: Namespace = scope.namespace
+        self._reader = reader
+        self._scope = scope
+        self._embedder = embedder
+        self._admitted: set[str] = set()
+
+    def _admit(self, refs: Sequence[str]) -> None:
+        self._admitted.update(refs)
+
+    def candidates(self, limit: int = DEFAULT_CANDIDATES) -> list[Candidate]:
+        out = self._reader.candidates(self._scope, _bounded(limit))
+        self._admit([c.ref for c in out])
+        return out
+
+    def lexical_candidates(self, query: str, limit: int) -> list[Candidate]:
+        out = self._reader.lexical_candidates(self._scope, str(query), _bounded(limit))
+        self._admit([c.ref for c in out])
+        return out
+
+    def vector_search(self, embedding: Sequence[float], k: int) -> list[VectorHit]:
+        out = self._reader.vector_search(self._scope, embedding, _bounded(k))
+        self._admit([h.ref for h in out])
+        return out
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._embedder.embed([str(t) for t in texts])
+
+    def concepts(self, query: str, k: int) -> list[ScoredRef]:
+        [embedding] = self._embedder.embed([str(query)])
+        out = self._reader.concepts(self._scope, str(query), embedding, _bounded(k))
+        self._admit([c.ref for c in out])
+        return out
+
+    def entity_facts(self, mention: str, hops: Literal[1, 2]) -> list[EntityFact]:
+        if hops not in (1, 2):
+            raise ValueError("hops must be 1 or 2")
+        out = self._reader.entity_facts(self._scope, str(mention), hops)
+        self._admit([f.ref for f in out])
+        return out
+
+
+def build_scoped_view(reader: IndexReader, scope: Scope, embedder: Embedder) -> KernelScopedView:
+    return KernelScopedView(reader, scope, embedder)
+
+
+def admitted_refs(view: KernelScopedView) -> frozenset[str]:
+    """The refs this view handed out so far (kernel-side bookkeeping)."""
+    return frozenset(view._admitted)

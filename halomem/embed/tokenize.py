@@ -1,0 +1,33 @@
+"""Tokenization shared by the hash embedder, BM25 and entity matching."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+STOPWORDS = frozenset(
+    "a an and are as at be but by did do does for from had has have he her his how i if in into is it its"
+    " me my of on or our she so than that the their them then there these they this to was we were what"
+    " when where which who whom why will with would you your".split()
+)
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased alphanumeric runs, in order (duplicates kept)."""
+    return _TOKEN.findall(text.lower())
+
+
+def stem(term: str) -> str:
+    """A light suffix stripper: enough to make 'burns' meet 'burn' without a stemming library."""
+    for suffix in ("ingly", "edly", "ing", "ies", "ied", "es", "ed", "ly", "s"):
+        if len(term) > len(suffix) + 2 and term.endswith(suffix):
+            base = term[: -len(suffix)]
+            return base + "y" if suffix in ("ies", "ied") else base
+    return term
+
+
+@lru_cache(maxsize=4096)
+def word_boundary_pattern(name: str) -> re.Pattern[str]:
+    """Case-insensitive match of ``name`` as a whole word: 'Ann' matches 'Ann,' but not 'planning'."""
+    return re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)", re.IGNORECASE)

@@ -1,0 +1,36 @@
+"""The one implementation of the read ACL.
+
+A caller in ``acme/eng`` reads rows of ``acme/eng`` and its ancestors (``acme``): never siblings,
+never descendants. Memory rows must also be currently valid and not erased, and, when the request
+is scoped to sources, come from one of them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from ..types import Namespace
+
+
+@dataclass(frozen=True)
+class Scope:
+    namespace: Namespace
+    sources: tuple[str, ...] | None = None
+
+    @property
+    def source_scoped(self) -> bool:
+        return self.sources is not None
+
+
+def visible(table: sa.Table, scope: Scope, *, live: bool = True) -> sa.ColumnElement[bool]:
+    """WHERE clause admitting exactly the rows of ``table`` that ``scope`` may read.
+
+    ``live=False`` keeps superseded and erased rows (for history views), never other namespaces.
+    """
+    clauses: list[sa.ColumnElement[bool]] = [table.c.namespace.in_(scope.namespace.lineage())]
+    if live and "t_valid_to" in table.c:
+        clauses += [table.c.t_valid_to.is_(None), table.c.erased_at.is_(None)]
+    if scope.sources is not None and "source" in table.c:
+        clauses.append(table.c.source.in_(scope.sources))
+    return sa.and_(*clauses)

@@ -1,0 +1,173 @@
+"""Read queries over memories, concepts and the entity graph, always through acl.visible()."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Iterator, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..db.schema import TEXT_SEARCH_CONFIG, concepts, entities, entity_aliases, memories, mentions
+from ..embed.tokenize import terms, word_boundary_pattern
+from ..types import Candidate, EntityFact, ScoredRef, VectorHit, estimate_tokens
+from .acl import Scope, visible
+
+MAX_QUERY_TERMS = 64
+MAX_FACTS_PER_HOP = 200
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    id: str
+    namespace: str
+    content: str
+    source: str | None
+    tier: str
+    t_valid_from: datetime
+    t_valid_to: datetime | None
+    supersedes: str | None
+    superseded_by: str | None
+    erased_at: datetime | None
+    provenance: dict[str, Any]
+
+
+_ROW_COLUMNS = [memories.c[name] for name in MemoryRow.__dataclass_fields__]
+
+
+def or_tsquery(text: str) -> sa.ColumnElement[Any] | None:
+    """A tsquery matching any query term (terms are [a-z0-9]+, so no tsquery syntax gets through)."""
+    words = list(dict.fromkeys(terms(text)))[:MAX_QUERY_TERMS]
+    if not words:
+        return None
+    return sa.func.to_tsquery(sa.literal_column(f"'{TEXT_SEARCH_CONFIG}'"), " | ".join(words))
+
+
+class IndexReader:
+    """Read methods bound to one connection (a READ ONLY transaction when serving a driver)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    # --- L2 memories -------------------------------------------------------------------------
+    def candidates(self, scope: Scope, limit: int) -> list[Candidate]:
+        stmt = (sa.select(memories.c.id, memories.c.content).where(visible(memories, scope))
+                .order_by(memories.c.t_valid_from.desc(), memories.c.id).limit(max(0, limit)))
+        return [Candidate(r.id, r.content) for r in self.conn.execute(stmt)]
+
+    def lexical_candidates(self, scope: Scope, query: str, limit: int) -> list[Candidate]:
+        tsq = or_tsquery(query)
+        if tsq is None or limit <= 0:
+            return []
+        rank = sa.func.ts_rank_cd(memories.c.content_tsv, tsq)
+        stmt = (sa.select(memories.c.id, memories.c.content)
+                .where(visible(memories, scope), memories.c.content_tsv.op("@@")(tsq))
+                .order_by(rank.desc(), memories.c.id).limit(limit))
+        return [Candidate(r.id, r.content) for r in self.conn.execute(stmt)]
+
+    def vector_search(self, scope: Scope, embedding: Sequence[float], k: int) -> list[VectorHit]:
+        if k <= 0:
+            return []
+        # keep scanning the HNSW graph until k rows pass the ACL filter (pgvector >= 0.8)
+        self.conn.exec_driver_sql("SET LOCAL hnsw.iterative_scan = strict_order")
+        distance = memories.c.embedding.cosine_distance(list(embedding))
+        stmt = (sa.select(memories.c.id, memories.c.content, distance.label("d"))
+                .where(visible(memories, scope), memories.c.embedding.is_not(None))
+                .order_by(distance, memories.c.id).limit(k))
+        return [VectorHit(r.id, r.content, 1.0 - float(r.d)) for r in self.conn.execute(stmt)]
+
+    def fetch(self, scope: Scope, ids: Sequence[str], *, live: bool = True) -> dict[str, MemoryRow]:
+        if not ids:
+            return {}
+        stmt = sa.select(*_ROW_COLUMNS).where(visible(memories, scope, live=live), memories.c.id.in_(list(ids)))
+        return {r.id: MemoryRow(**r._mapping) for r in self.conn.execute(stmt)}
+
+    def history(self, scope: Scope, memory_id: str) -> list[MemoryRow]:
+        """The whole supersedence chain through ``memory_id``, oldest first (history rows included)."""
+        seen: dict[str, MemoryRow] = {}
+        frontier = [memory_id]
+        while frontier:
+            found = self.fetch(scope, frontier, live=False)
+            frontier = []
+            for row in found.values():
+                seen[row.id] = row
+                frontier += [x for x in (row.supersedes, row.superseded_by) if x and x not in seen]
+        return sorted(seen.values(), key=lambda r: (r.t_valid_from, r.id))
+
+    def count_live(self, scope: Scope) -> int:
+        stmt = sa.select(sa.func.count()).select_from(memories).where(visible(memories, scope))
+        return int(self.conn.execute(stmt).scalar_one())
+
+    # --- L3 concepts -------------------------------------------------------------------------
+    def concepts(self, scope: Scope, query: str, embedding: Sequence[float], k: int) -> list[ScoredRef]:
+        if scope.source_scoped or k <= 0:
+            return []  # fail closed: the cold tier must not widen a source-scoped request
+        cos = 1.0 - concepts.c.embedding.cosine_distance(list(embedding))
+        tsq = or_tsquery(query)
+        lex = sa.func.least(sa.func.ts_rank_cd(concepts.c.content_tsv, tsq), 1.0) if tsq is not None else 0.0
+        score = (0.5 * sa.func.greatest(cos, 0.0) + 0.5 * lex).label("score")
+        stmt = (sa.select(concepts.c.path, concepts.c.content, concepts.c.materialized_id, score)
+                .where(visible(concepts, scope)).order_by(score.desc(), concepts.c.path).limit(k))
+        return [ScoredRef(id=None, tier="L3", ref=r.path, score=max(0.0, min(1.0, float(r.score))),
+                          content=r.content, token_estimate=estimate_tokens(r.content))
+                for r in self.conn.execute(stmt)]
+
+    def concept(self, scope: Scope, path: str) -> dict[str, Any] | None:
+        stmt = (sa.select(concepts).where(visible(concepts, scope), concepts.c.path == path)
+                .order_by(sa.func.length(concepts.c.namespace).desc()).limit(1))
+        row = self.conn.execute(stmt).first()
+        return dict(row._mapping) if row else None
+
+    # --- entity graph ------------------------------------------------------------------------
+    def visible_entities(self, scope: Scope) -> dict[int, tuple[str, list[str]]]:
+        stmt = (sa.select(entities.c.id, entities.c.name, entity_aliases.c.alias)
+                .select_from(entities.outerjoin(entity_aliases, entity_aliases.c.entity_id == entities.c.id))
+                .where(visible(entities, scope)).order_by(entities.c.id, entity_aliases.c.alias))
+        out: dict[int, tuple[str, list[str]]] = {}
+        for r in self.conn.execute(stmt):
+            name, aliases = out.setdefault(r.id, (r.name, []))
+            if r.alias:
+                aliases.append(r.alias)
+        return out
+
+    def _facts_of(self, scope: Scope, entity_ids: Sequence[int]) -> list[tuple[str, str, int]]:
+        if not entity_ids:
+            return []
+        stmt = (sa.select(memories.c.id, memories.c.content, mentions.c.entity_id)
+                .select_from(mentions.join(memories, memories.c.id == mentions.c.memory_id))
+                .where(visible(memories, scope), mentions.c.entity_id.in_(list(entity_ids)))
+                .order_by(mentions.c.entity_id, memories.c.id).limit(MAX_FACTS_PER_HOP * 4))
+        return [(r.id, r.content, r.entity_id) for r in self.conn.execute(stmt)]
+
+    def entity_facts(self, scope: Scope, mention: str, hops: int) -> list[EntityFact]:
+        known = self.visible_entities(scope)
+        matched = sorted(eid for eid, (name, aliases) in known.items()
+                         if any(word_boundary_pattern(n).search(mention) for n in (name, *aliases)))
+        facts: dict[str, EntityFact] = {}
+        for ref, content, eid in self._facts_of(scope, matched):
+            facts.setdefault(ref, EntityFact(ref, content, known[eid][0], 1))
+        if hops >= 2 and facts:
+            stmt = (sa.select(mentions.c.entity_id).distinct()
+                    .select_from(mentions.join(memories, memories.c.id == mentions.c.memory_id))
+                    .where(visible(memories, scope), mentions.c.memory_id.in_(list(facts)),
+                           mentions.c.entity_id.not_in(matched)))
+            co_mentioned = sorted(eid for (eid,) in self.conn.execute(stmt) if eid in known)
+            for ref, content, eid in self._facts_of(scope, co_mentioned):
+                facts.setdefault(ref, EntityFact(ref, content, known[eid][0], 2))  # hop-1 attribution wins
+        return list(facts.values())
+
+
+class MemoryIndex:
+    """Hands out IndexReaders; driver-facing reads run in a READ ONLY transaction."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+
+    @contextmanager
+    def reader(self, *, read_only: bool = True) -> Iterator[IndexReader]:
+        with self.engine.connect() as conn:
+            with conn.begin():
+                if read_only:
+                    conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+                yield IndexReader(conn)

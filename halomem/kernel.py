@@ -1,0 +1,308 @@
+"""The Kernel facade: boot (engine, schema, embedder, mounted drivers) and every user operation.
+
+Search path: policy -> driver -> view -> drop refs the view did not admit -> content fetched by
+the kernel -> audit row. DriverUnavailableError degrades to baseline over the same scope and is
+audited; any other driver exception fails the request with a clear error.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import unicodedata
+from dataclasses import dataclass, field, replace
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import sqlalchemy as sa
+
+from . import audit
+from .config import Settings, load_settings
+from .db.engine import make_engine
+from .db.migrations import migrate
+from .drivers import DriverRegistry, DriverUnavailableError
+from .drivers.baseline import BaselineDriver
+from .drivers.graph import GraphDriver
+from .drivers.keyword import KeywordDriver
+from .drivers.view import admitted_refs, build_scoped_view
+from .embed import Embedder, get_embedder
+from .errors import DriverError, InvalidInputError, NotFoundError
+from .index import IndexReader, MemoryIndex, MemoryRow, Scope
+from .policy import Policy, choose_driver, effective_policy, list_policies, parse_policy
+from .types import InvalidNamespace, Namespace, RetrieverDriver, RetrieverQuery, ScoredRef
+from .write import IngestReport, Writer, parse_ingest_file
+from .write.ingest import bulk_insert
+from .write.writer import NewMemory, new_request_id
+
+log = logging.getLogger("halomem")
+
+MAX_QUERY_CHARS = 4096
+MAX_K = 200
+MAX_BUDGET = 1_000_000
+ENTRY_POINT_GROUP = "halomem.drivers"
+
+
+def namespace(value: str | Namespace | None) -> Namespace:
+    if isinstance(value, Namespace):
+        return value
+    if value is None:
+        raise InvalidInputError("no namespace: pass --ns or set HALOMEM_NS")
+    try:
+        return Namespace(value)
+    except InvalidNamespace as exc:
+        raise InvalidInputError(str(exc)) from None
+
+
+def check_query(query: object) -> str:
+    if not isinstance(query, str):
+        raise InvalidInputError("query must be text")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInputError(f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}")
+    if any(unicodedata.category(ch) == "Cc" and ch not in "\t\n\r" for ch in query):
+        raise InvalidInputError("query contains control characters (binary input?)")
+    if not query.strip():
+        raise InvalidInputError("query is empty")
+    return query
+
+
+@dataclass(frozen=True)
+class Hit:
+    rank: int
+    score: float
+    tier: str
+    ref: str
+    id: str | None
+    namespace: str | None
+    source: str | None
+    content: str
+    token_estimate: int
+
+
+@dataclass
+class SearchResult:
+    query: str
+    namespace: str
+    driver: str
+    requested_driver: str
+    request_id: str
+    hits: list[Hit] = field(default_factory=list)
+    fallback: str | None = None
+    dropped: int = 0
+    elapsed_ms: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return sum(h.token_estimate for h in self.hits)
+
+
+class Kernel:
+    def __init__(self, settings: Settings, engine: sa.Engine, embedder: Embedder) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.embedder = embedder
+        self.index = MemoryIndex(engine)
+        self.writer = Writer(engine, embedder)
+        self.registry = DriverRegistry(warn=log.warning)
+
+    @classmethod
+    def boot(cls, settings: Settings | None = None, *, mount_plugins: bool = True) -> "Kernel":
+        settings = settings or load_settings()
+        embedder = get_embedder(settings.embedder)
+        engine = make_engine(settings)
+        migrate(engine, embedder.name, embedder.dim)
+        kernel = cls(settings, engine, embedder)
+        for driver in (BaselineDriver(), GraphDriver(), KeywordDriver()):
+            kernel.registry.mount(driver)
+        if mount_plugins:
+            kernel._mount_entry_points()
+        return kernel
+
+    def _mount_entry_points(self) -> None:
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                obj = ep.load()
+                self.registry.mount(obj() if isinstance(obj, type) else obj)
+            except Exception as exc:  # a broken plugin must not fail boot
+                log.warning("driver plugin %r not mounted: %s", ep.name, exc)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # --- writes ------------------------------------------------------------------------------
+    def remember(self, ns: str | Namespace, content: str, *, source: str | None = None,
+                 provenance: dict[str, Any] | None = None) -> NewMemory:
+        return self.writer.remember(namespace(ns), content, source=source, provenance=provenance)
+
+    def supersede(self, ns: str | Namespace, old_id: str, content: str, *, source: str | None = None,
+                  provenance: dict[str, Any] | None = None) -> NewMemory:
+        return self.writer.supersede(namespace(ns), old_id, content, source=source, provenance=provenance)
+
+    def erase(self, ns: str | Namespace, memory_id: str, *, reason: str = "") -> None:
+        self.writer.erase(namespace(ns), memory_id, reason=reason)
+
+    def ingest(self, ns: str | Namespace, path: Path, *, fmt: str | None = None, skip_bad: bool = False,
+               progress: Callable[[int], None] | None = None,
+               on_parsed: Callable[[int], None] | None = None) -> IngestReport:
+        ns = namespace(ns)
+        rows, bad = parse_ingest_file(path, fmt, skip_bad)
+        if on_parsed:
+            on_parsed(len(rows))
+        ids = bulk_insert(self.engine, self.embedder, ns, rows, label=path.name, progress=progress) if rows else []
+        return IngestReport(written=len(ids), skipped=bad, ids=ids)
+
+    def ingest_texts(self, ns: str | Namespace, texts: Sequence[str], *, source: str | None = None,
+                     label: str = "api") -> list[str]:
+        """Bulk-write already-validated texts (benchmarks, fixtures) through the same COPY path."""
+        from .write.ingest import ParsedRow
+        from .write.validate import check_content, check_source
+
+        rows = [ParsedRow(i, check_content(t), check_source(source), {}) for i, t in enumerate(texts, 1)]
+        return bulk_insert(self.engine, self.embedder, namespace(ns), rows, label=label)
+
+    def add_entity(self, ns: str | Namespace, name: str, aliases: Sequence[str] = ()) -> tuple[int, int]:
+        return self.writer.add_entity(namespace(ns), name, aliases)
+
+    def put_concept(self, ns: str | Namespace, path: str, content: str) -> None:
+        self.writer.put_concept(namespace(ns), path, content)
+
+    def materialize_concept(self, ns: str | Namespace, path: str) -> NewMemory:
+        return self.writer.materialize_concept(namespace(ns), path)
+
+    # --- reads -------------------------------------------------------------------------------
+    def history(self, ns: str | Namespace, memory_id: str) -> list[MemoryRow]:
+        with self.index.reader() as reader:
+            chain = reader.history(Scope(namespace(ns)), memory_id)
+        if not chain:
+            raise NotFoundError(f"no memory {memory_id!r} visible from {ns}")
+        return chain
+
+    def concepts(self, ns: str | Namespace, query: str, k: int = 10) -> list[ScoredRef]:
+        query = check_query(query)
+        [embedding] = self.embedder.embed([query])
+        with self.index.reader() as reader:
+            return reader.concepts(Scope(namespace(ns)), query, embedding, k)
+
+    def search(self, ns: str | Namespace, query: str, *, k: int = 10, token_budget: int = 2000,
+               sources: Sequence[str] | None = None, driver: str | None = None) -> SearchResult:
+        ns, query = namespace(ns), check_query(query)
+        if not 1 <= k <= MAX_K:
+            raise InvalidInputError(f"k must be between 1 and {MAX_K}")
+        if not 1 <= token_budget <= MAX_BUDGET:
+            raise InvalidInputError(f"token budget must be between 1 and {MAX_BUDGET}")
+        if driver is not None and not self.registry.has(driver):
+            raise DriverError(f"unknown driver {driver!r} (mounted: {', '.join(self.registry.names())})")
+        scope = Scope(ns, tuple(sources) if sources else None)
+        request_id = new_request_id()
+        started = time.perf_counter()
+        with self.engine.connect() as conn:
+            requested = driver or choose_driver(effective_policy(conn, ns), query)
+        chosen, unmounted = self.registry.resolve(requested)
+        notes: list[str] = []
+        if unmounted:
+            notes.append(f"driver_fallback={requested}->baseline reason=unmounted")
+        try:
+            with self.index.reader() as reader:
+                refs, served, view_admitted, fail_note = self._plan(reader, scope, chosen, query, k, token_budget)
+                notes += [fail_note] if fail_note else []
+                result = self._materialize(reader, scope, query, refs, view_admitted, served, requested, request_id)
+        except DriverError as exc:
+            self._audit(ns, "search", f"search failed driver={chosen.name} error={str(exc)[:200]}", request_id)
+            raise
+        result.elapsed_ms = (time.perf_counter() - started) * 1000
+        if notes:
+            result.fallback = notes[0].split()[0].split("=", 1)[1]
+            for note in notes:
+                log.warning("%s", note)
+                self._audit(ns, "fallback", note, request_id)
+        detail = f"search ok returned={len(result.hits)} tokens={result.tokens} driver={result.driver}"
+        if result.dropped:
+            detail += f" dropped={result.dropped}"
+        self._audit(ns, "search", detail, request_id)
+        return result
+
+    def _plan(self, reader: IndexReader, scope: Scope, driver: RetrieverDriver, query: str, k: int,
+              budget: int) -> tuple[list[ScoredRef], str, frozenset[str], str | None]:
+        view = build_scoped_view(reader, scope, self.embedder)
+        try:
+            refs = driver.plan(RetrieverQuery(query=query, view=view, token_budget=budget, k=k))
+            return self._checked(driver.name, refs), driver.name, admitted_refs(view), None
+        except DriverUnavailableError as exc:
+            if driver.name == DriverRegistry.FALLBACK:
+                raise DriverError(f"baseline driver unavailable: {exc}") from None
+            note = f"driver_fallback={driver.name}->baseline reason={str(exc)[:200] or 'unavailable'}"
+        except DriverError:
+            raise
+        except Exception as exc:
+            raise DriverError(f"driver {driver.name!r} failed: {type(exc).__name__}: {exc}") from None
+        baseline = self.registry.get(DriverRegistry.FALLBACK)
+        view = build_scoped_view(reader, scope, self.embedder)
+        refs = baseline.plan(RetrieverQuery(query=query, view=view, token_budget=budget, k=k))
+        return self._checked(baseline.name, refs), baseline.name, admitted_refs(view), note
+
+    @staticmethod
+    def _checked(name: str, refs: object) -> list[ScoredRef]:
+        if not isinstance(refs, list) or not all(isinstance(r, ScoredRef) for r in refs):
+            raise DriverError(f"driver {name!r} returned something other than a list of ScoredRef")
+        bad = [r for r in refs if r.tier not in ("L2", "L3")]
+        if bad:
+            raise DriverError(f"driver {name!r} returned tier {bad[0].tier!r} (must be 'L2' or 'L3')")
+        return refs
+
+    def _materialize(self, reader: IndexReader, scope: Scope, query: str, refs: list[ScoredRef],
+                     admitted: frozenset[str], served: str, requested: str, request_id: str) -> SearchResult:
+        """Drop refs the view did not admit; fetch content from the kernel's own reads."""
+        kept = [r for r in refs if r.ref in admitted]
+        rows = reader.fetch(scope, [r.ref for r in kept if r.tier == "L2"])
+        result = SearchResult(query, scope.namespace.path, served, requested, request_id,
+                              dropped=len(refs) - len(kept))
+        for r in kept:
+            if r.tier == "L2":
+                row = rows.get(r.ref)
+                if row is None:
+                    result.dropped += 1
+                    continue
+                hit = Hit(0, r.score, "L2", r.ref, row.id, row.namespace, row.source, row.content, r.token_estimate)
+            else:
+                concept = reader.concept(scope, r.ref)
+                if concept is None:
+                    result.dropped += 1
+                    continue
+                hit = Hit(0, r.score, "L3", r.ref, concept["materialized_id"], concept["namespace"],
+                          None, concept["content"], r.token_estimate)
+            result.hits.append(hit)
+        result.hits = [replace(h, rank=i) for i, h in enumerate(result.hits, 1)]
+        if result.dropped:
+            log.warning("driver %r returned %d ref(s) its view did not admit; dropped", served, result.dropped)
+        return result
+
+    def _audit(self, ns: Namespace, action: str, detail: str, request_id: str) -> None:
+        with self.engine.begin() as conn:
+            audit.append(conn, ns.path, action, detail, request_id)
+
+    # --- policy & audit ----------------------------------------------------------------------
+    def set_policy(self, ns: str | Namespace, policy: dict[str, Any]) -> Policy:
+        parsed = parse_policy(policy)
+        for name in ([parsed.retriever] if parsed.retriever else [parsed.ab_test.a, parsed.ab_test.b]):
+            if not self.registry.has(name):
+                log.warning("policy names driver %r, which is not mounted here: searches will serve baseline", name)
+        self.writer.set_policy(namespace(ns), parsed.to_dict())
+        return parsed
+
+    def clear_policy(self, ns: str | Namespace) -> bool:
+        return self.writer.clear_policy(namespace(ns))
+
+    def effective_policy(self, ns: str | Namespace) -> Policy:
+        with self.engine.connect() as conn:
+            return effective_policy(conn, namespace(ns))
+
+    def policies(self) -> list[Policy]:
+        with self.engine.connect() as conn:
+            return list_policies(conn)
+
+    def audit_tail(self, n: int = 20, action: str | None = None) -> list[audit.AuditRow]:
+        with self.engine.connect() as conn:
+            return audit.tail(conn, n, action)
+
+    def audit_verify(self) -> audit.VerifyResult:
+        with self.engine.connect() as conn:
+            return audit.verify(conn)

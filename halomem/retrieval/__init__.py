@@ -1,0 +1,6 @@
+"""Pure scoring helpers a driver may import: BM25 over a candidate pool, normalization, merging."""
+from .bm25 import bm25_scores
+from .merge import hybrid_merge, reciprocal_rank_fusion
+from .normalize import min_max
+
+__all__ = ["bm25_scores", "min_max", "hybrid_merge", "reciprocal_rank_fusion"]

@@ -1,0 +1,149 @@
+"""Bulk ingest of a JSONL or CSV file: validate everything, embed, then one COPY transaction.
+
+Nothing of a file is applied unless every line is good (or ``skip_bad`` was asked for), and the
+whole file commits in one transaction with its audit row: a crash mid-ingest leaves either the
+whole file or none of it, and only a committed ingest is ever reported as written.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from .. import audit
+from ..embed import Embedder
+from ..errors import HalomemError, IngestError
+from ..index import IndexReader, Scope
+from ..types import Namespace
+from .mentions import mentioned_entities
+from .validate import check_content, check_provenance, check_source
+from .writer import new_memory_id, new_request_id
+
+MAX_FILE_BYTES = 2 * 1024**3
+FIELDS = {"content", "source", "provenance"}
+EMBED_BATCH = 512
+
+
+@dataclass
+class ParsedRow:
+    line: int
+    content: str
+    source: str | None
+    provenance: dict[str, Any]
+
+
+@dataclass
+class IngestReport:
+    written: int = 0
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+
+
+def _detect_format(path: Path, fmt: str | None) -> str:
+    fmt = (fmt or path.suffix.lstrip(".")).lower()
+    if fmt in ("jsonl", "ndjson", "json"):
+        return "jsonl"
+    if fmt == "csv":
+        return "csv"
+    raise IngestError(f"{path}: unknown format {fmt!r}: use .jsonl or .csv (or --format)")
+
+
+def _records(path: Path, fmt: str, text: str) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """(line number, record or a reason it is bad)."""
+    if fmt == "jsonl":
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield number, f"not valid JSON ({exc.msg})"
+                continue
+            yield number, record if isinstance(record, dict) else "a line must be a JSON object"
+        return
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    if not reader.fieldnames or "content" not in reader.fieldnames:
+        raise IngestError(f"{path}: CSV header must name a 'content' column")
+    for record in reader:
+        if None in record:
+            yield reader.line_num, "more values than header columns"
+            continue
+        if record.get("provenance"):
+            try:
+                record["provenance"] = json.loads(record["provenance"])
+            except json.JSONDecodeError:
+                yield reader.line_num, "provenance is not valid JSON"
+                continue
+        yield reader.line_num, record
+
+
+def _row(number: int, record: dict[str, Any]) -> ParsedRow:
+    unknown = sorted(set(record) - FIELDS)
+    if unknown:
+        raise IngestError(f"unknown field(s) {', '.join(unknown)} (allowed: content, source, provenance)")
+    return ParsedRow(number, check_content(record.get("content")), check_source(record.get("source")),
+                     check_provenance(record.get("provenance") or None))
+
+
+def parse_ingest_file(path: Path, fmt: str | None = None, skip_bad: bool = False
+                      ) -> tuple[list[ParsedRow], list[tuple[int, str]]]:
+    fmt = _detect_format(path, fmt)
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise IngestError(f"{path}: larger than {MAX_FILE_BYTES // 1024**3} GiB")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise IngestError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise IngestError(f"{path}:{line}: not UTF-8 text") from None
+    rows: list[ParsedRow] = []
+    bad: list[tuple[int, str]] = []
+    for number, record in _records(path, fmt, text):
+        try:
+            if isinstance(record, str):
+                raise IngestError(record)
+            rows.append(_row(number, record))
+        except HalomemError as exc:
+            if not skip_bad:
+                raise IngestError(f"{path}:{number}: {exc}; nothing was ingested"
+                                  " (fix the line or pass --skip-bad)") from None
+            bad.append((number, str(exc)))
+    return rows, bad
+
+
+def _vector_text(vec: list[float]) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vec) + "]"
+
+
+def bulk_insert(engine: Any, embedder: Embedder, ns: Namespace, rows: list[ParsedRow], *,
+                label: str, progress: Callable[[int], None] | None = None,
+                request_id: str | None = None) -> list[str]:
+    """Embed in batches, then COPY every row and its mentions in one transaction."""
+    vectors: list[str] = []
+    for start in range(0, len(rows), EMBED_BATCH):
+        batch = rows[start:start + EMBED_BATCH]
+        vectors += [_vector_text(v) for v in embedder.embed([r.content for r in batch])]
+        if progress:
+            progress(len(batch))
+    ids = [new_memory_id() for _ in rows]
+    with engine.begin() as conn:
+        known = IndexReader(conn).visible_entities(Scope(ns))
+        cursor = conn.connection.driver_connection.cursor()
+        with cursor.copy("COPY memories (id, namespace, content, embedding, source, provenance) FROM STDIN") as cp:
+            for memory_id, row, vec in zip(ids, rows, vectors):
+                cp.write_row((memory_id, ns.path, row.content, vec, row.source,
+                              json.dumps(row.provenance, ensure_ascii=False)))
+        if known:
+            with cursor.copy("COPY mentions (memory_id, entity_id) FROM STDIN") as cp:
+                for memory_id, row in zip(ids, rows):
+                    for entity_id in mentioned_entities(row.content, known):
+                        cp.write_row((memory_id, entity_id))
+        audit.append(conn, ns.path, "ingest", f"ingest ok rows={len(rows)} file={label}",
+                     request_id or new_request_id())
+    return ids

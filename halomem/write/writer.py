@@ -1,0 +1,189 @@
+"""remember, supersede, erase, entities, concepts: each one transaction with its audit row."""
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.engine import Connection
+
+from .. import audit
+from ..cold import check_concept_path
+from ..db.schema import concepts, entities, entity_aliases, memories, policies
+from ..embed import Embedder
+from ..embed.tokenize import word_boundary_pattern
+from ..errors import ConflictError, InvalidInputError, NotFoundError
+from ..index import IndexReader, Scope
+from ..types import Namespace
+from .mentions import forget_mentions, mentioned_entities, record_mentions
+from .validate import check_content, check_provenance, check_source
+
+def new_memory_id() -> str:
+    return "m_" + uuid.uuid4().hex[:20]
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    id: str
+    namespace: str
+    source: str | None
+
+
+class Writer:
+    def __init__(self, engine: sa.Engine, embedder: Embedder) -> None:
+        self.engine = engine
+        self.embedder = embedder
+
+    # --- L2 rows -----------------------------------------------------------------------------
+    def remember(self, ns: Namespace, content: str, *, source: str | None = None,
+                 provenance: dict[str, Any] | None = None, request_id: str | None = None) -> NewMemory:
+        content, source = check_content(content), check_source(source)
+        provenance = check_provenance(provenance)
+        [embedding] = self.embedder.embed([content])
+        memory_id = new_memory_id()
+        with self.engine.begin() as conn:
+            self._insert(conn, ns, memory_id, content, embedding, source, provenance, supersedes=None)
+            audit.append(conn, ns.path, "remember", f"remember ok id={memory_id} source={source or '-'}",
+                         request_id or new_request_id())
+        return NewMemory(memory_id, ns.path, source)
+
+    def _insert(self, conn: Connection, ns: Namespace, memory_id: str, content: str, embedding: Sequence[float],
+                source: str | None, provenance: dict[str, Any], supersedes: str | None) -> None:
+        conn.execute(memories.insert().values(
+            id=memory_id, namespace=ns.path, content=content, embedding=list(embedding), source=source,
+            provenance=provenance, supersedes=supersedes,
+            t_valid_from=sa.func.now()))
+        known = IndexReader(conn).visible_entities(Scope(ns))
+        record_mentions(conn, ((memory_id, e) for e in mentioned_entities(content, known)))
+
+    def supersede(self, ns: Namespace, old_id: str, content: str, *, source: str | None = None,
+                  provenance: dict[str, Any] | None = None, request_id: str | None = None) -> NewMemory:
+        """Close ``old_id``'s validity and link a new head, atomically; exactly one racer wins."""
+        content, source = check_content(content), check_source(source)
+        provenance = check_provenance(provenance)
+        [embedding] = self.embedder.embed([content])
+        memory_id = new_memory_id()
+        with self.engine.begin() as conn:
+            closed = conn.execute(
+                sa.update(memories)
+                .where(memories.c.id == old_id, memories.c.namespace == ns.path,
+                       memories.c.t_valid_to.is_(None), memories.c.erased_at.is_(None))
+                .values(t_valid_to=sa.func.now(), superseded_by=memory_id)
+                .returning(memories.c.source)).first()
+            if closed is None:
+                self._explain_not_head(conn, ns, old_id)
+            source = source or closed.source
+            self._insert(conn, ns, memory_id, content, embedding, source, provenance, supersedes=old_id)
+            audit.append(conn, ns.path, "supersede", f"supersede ok old={old_id} new={memory_id}",
+                         request_id or new_request_id())
+        return NewMemory(memory_id, ns.path, source)
+
+    @staticmethod
+    def _explain_not_head(conn: Connection, ns: Namespace, old_id: str) -> None:
+        row = IndexReader(conn).fetch(Scope(ns), [old_id], live=False).get(old_id)
+        if row is None or row.namespace != ns.path:
+            raise NotFoundError(f"no memory {old_id!r} in namespace {ns}")
+        if row.erased_at is not None:
+            raise ConflictError(f"memory {old_id} was erased; it cannot be superseded")
+        raise ConflictError(f"memory {old_id} is no longer the head of its chain (superseded by {row.superseded_by})")
+
+    def erase(self, ns: Namespace, memory_id: str, *, reason: str = "", request_id: str | None = None) -> None:
+        """Remove content and vector for good; keep a content-free tombstone and an audit row."""
+        with self.engine.begin() as conn:
+            done = conn.execute(
+                sa.update(memories)
+                .where(memories.c.id == memory_id, memories.c.namespace == ns.path, memories.c.erased_at.is_(None))
+                .values(content="", embedding=None, erased_at=sa.func.now(),
+                        t_valid_to=sa.func.coalesce(memories.c.t_valid_to, sa.func.now()),
+                        provenance=sa.text("'{}'::jsonb"))
+                .returning(memories.c.id)).first()
+            if done is None:
+                row = IndexReader(conn).fetch(Scope(ns), [memory_id], live=False).get(memory_id)
+                if row is None or row.namespace != ns.path:
+                    raise NotFoundError(f"no memory {memory_id!r} in namespace {ns}")
+                raise ConflictError(f"memory {memory_id} is already erased")
+            forget_mentions(conn, memory_id)
+            audit.append(conn, ns.path, "erase", f"erase ok id={memory_id} reason={json.dumps(reason[:200])}",
+                         request_id or new_request_id())
+
+    # --- entities ----------------------------------------------------------------------------
+    def add_entity(self, ns: Namespace, name: str, aliases: Sequence[str] = (), *,
+                   request_id: str | None = None) -> tuple[int, int]:
+        """Register (or extend) an entity; link mentions in ``ns`` and its descendants. Returns (id, linked)."""
+        names = [n.strip() for n in (name, *aliases)]
+        if any(not n or "\x00" in n or len(n) > 200 for n in names):
+            raise InvalidInputError("entity names and aliases must be 1-200 characters without NUL bytes")
+        with self.engine.begin() as conn:
+            existing = conn.execute(sa.select(entities.c.id).where(
+                entities.c.namespace == ns.path, sa.func.lower(entities.c.name) == names[0].lower())).scalar()
+            entity_id = existing or conn.execute(
+                entities.insert().values(namespace=ns.path, name=names[0]).returning(entities.c.id)).scalar_one()
+            for alias in dict.fromkeys(n for n in names[1:] if n.lower() != names[0].lower()):
+                conn.execute(insert(entity_aliases).values(entity_id=entity_id, alias=alias).on_conflict_do_nothing())
+            linked = self._link_existing(conn, ns, entity_id, names)
+            audit.append(conn, ns.path, "entity", f"entity ok id={entity_id} name={json.dumps(names[0])} "
+                         f"aliases={len(names) - 1} linked={linked}", request_id or new_request_id())
+        return entity_id, linked
+
+    @staticmethod
+    def _link_existing(conn: Connection, ns: Namespace, entity_id: int, names: Sequence[str]) -> int:
+        # An entity registered in ns applies to rows of ns and of its descendants.
+        prefilter = "|".join(re.escape(n) for n in names)
+        rows = conn.execute(sa.select(memories.c.id, memories.c.content).where(
+            sa.or_(memories.c.namespace == ns.path, memories.c.namespace.startswith(ns.path + "/")),
+            memories.c.t_valid_to.is_(None), memories.c.erased_at.is_(None),
+            memories.c.content.op("~*")(prefilter)))
+        hits = [r.id for r in rows if any(word_boundary_pattern(n).search(r.content) for n in names)]
+        return record_mentions(conn, ((h, entity_id) for h in hits))
+
+    # --- L3 concepts -------------------------------------------------------------------------
+    def put_concept(self, ns: Namespace, path: str, content: str, *, request_id: str | None = None) -> None:
+        path = check_concept_path(path)
+        content = check_content(content)
+        [embedding] = self.embedder.embed([path + " " + content])
+        stmt = insert(concepts).values(namespace=ns.path, path=path, content=content, embedding=embedding)
+        stmt = stmt.on_conflict_do_update(index_elements=[concepts.c.namespace, concepts.c.path],
+                                          set_={"content": content, "embedding": embedding,
+                                                "updated_at": sa.func.now(), "materialized_id": None})
+        with self.engine.begin() as conn:
+            conn.execute(stmt)
+            audit.append(conn, ns.path, "concept", f"concept ok path={path}", request_id or new_request_id())
+
+    def materialize_concept(self, ns: Namespace, path: str, *, request_id: str | None = None) -> NewMemory:
+        """Copy an L3 concept into L2 as a memory of ``ns`` with provenance pointing at the concept."""
+        with self.engine.connect() as conn:
+            concept = IndexReader(conn).concept(Scope(ns), path)
+        if concept is None:
+            raise NotFoundError(f"no concept {path!r} visible from {ns}")
+        made = self.remember(ns, concept["content"], source=f"concept:{path}",
+                             provenance={"concept": path, "concept_ns": concept["namespace"]},
+                             request_id=request_id)
+        if concept["namespace"] == ns.path:
+            with self.engine.begin() as conn:
+                conn.execute(sa.update(concepts).where(concepts.c.namespace == ns.path, concepts.c.path == path)
+                             .values(materialized_id=made.id))
+        return made
+
+    def set_policy(self, ns: Namespace, policy: dict[str, Any], *, request_id: str | None = None) -> None:
+        stmt = insert(policies).values(namespace=ns.path, policy=policy)
+        stmt = stmt.on_conflict_do_update(index_elements=[policies.c.namespace],
+                                          set_={"policy": policy, "updated_at": sa.func.now()})
+        with self.engine.begin() as conn:
+            conn.execute(stmt)
+            audit.append(conn, ns.path, "policy", f"policy ok {json.dumps(policy, sort_keys=True)}",
+                         request_id or new_request_id())
+
+    def clear_policy(self, ns: Namespace, *, request_id: str | None = None) -> bool:
+        with self.engine.begin() as conn:
+            gone = conn.execute(sa.delete(policies).where(policies.c.namespace == ns.path)).rowcount
+            audit.append(conn, ns.path, "policy", "policy cleared", request_id or new_request_id())
+        return bool(gone)
+

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The main job on the embedded default: seed a small org, then show ACL, supersedence and policy
+# routing at work. Uses its own data dir (reset each run) so it is repeatable.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export HALOMEM_HOME="${HALOMEM_DEMO_HOME:-$PWD/.halomem-demo}"
+unset HALOMEM_DATABASE_URL HALOMEM_NS
+[ -d "$HALOMEM_HOME" ] && halomem db stop >/dev/null 2>&1 || true
+rm -rf "$HALOMEM_HOME"
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+say "start the embedded PostgreSQL + pgvector and keep it up for the demo"
+halomem db start
+trap 'halomem db stop >/dev/null' EXIT
+
+say "seed three namespaces from fixtures/demo (bulk ingest, one transaction each)"
+halomem ingest --ns acme fixtures/demo/acme.jsonl
+halomem ingest --ns acme/eng fixtures/demo/acme-eng.jsonl
+halomem ingest --ns acme/sales fixtures/demo/acme-sales.jsonl
+halomem entity add --ns acme "Priya Raman" --alias Priya --alias CTO
+halomem entity add --ns acme "Ann Okafor" --alias Ann
+halomem entity add --ns acme "Marcus Chen" --alias Marcus
+
+say "ACL: acme/eng sees its own rows and acme's, never acme/sales"
+halomem search --ns acme/eng "sales target and discounts" --k 5
+halomem search --ns acme/sales "sales target and discounts" --k 5
+
+say "supersedence: the on-call rotation changes; only the new head is searchable"
+old=$(halomem search --ns acme/eng "on-call rotation handover" --k 1 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["hits"][0]["ref"])')
+new=$(halomem supersede --ns acme/eng "$old" "On-call rotation for the platform team is now biweekly, handing over on Tuesdays at 09:00.")
+halomem search --ns acme/eng "on-call rotation handover" --k 2
+halomem history --ns acme/eng "$new"
+
+say "policy routing: acme/eng ranks with the graph driver (entity fan-out); acme/sales inherits baseline"
+halomem policy set --ns acme/eng --retriever graph
+halomem search --ns acme/eng "what did Priya decide" --k 3
+halomem policy show --ns acme/eng/infra
+halomem policy set --ns acme/sales --ab-a baseline --ab-b keyword --pct-b 50
+halomem search --ns acme/sales "contract renewal notice" --k 2
+
+say "every search is in the tamper-evident audit trail"
+halomem audit tail -n 6
+halomem audit verify

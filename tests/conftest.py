@@ -1,0 +1,74 @@
+"""Test fixtures: one real embedded PostgreSQL per session (or HALOMEM_DATABASE_URL's server).
+
+Each test starts from empty tables. Point HALOMEM_DATABASE_URL only at a scratch database: the
+suite truncates every halomem table.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from halomem.config import Settings
+from halomem.kernel import Kernel
+
+BUILTIN_DRIVERS = {"baseline", "graph", "keyword"}
+TABLES = "memories, concepts, entities, entity_aliases, mentions, audit_log, policies"
+
+
+@pytest.fixture(scope="session")
+def home() -> Path:
+    # outside $HOME: as root the embedded server loosens permissions on the data dir's parents
+    return Path(tempfile.mkdtemp(prefix="halomem-test-", dir="/tmp"))
+
+
+@pytest.fixture(scope="session")
+def settings(home: Path) -> Settings:
+    return Settings(home=home, database_url=os.environ.get("HALOMEM_DATABASE_URL") or None, embedder="hash")
+
+
+@pytest.fixture(scope="session")
+def booted(settings: Settings) -> Kernel:
+    k = Kernel.boot(settings)
+    yield k
+    k.close()
+
+
+@pytest.fixture()
+def kernel(booted: Kernel) -> Kernel:
+    with booted.engine.begin() as conn:
+        conn.exec_driver_sql(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE")
+    for name in set(booted.registry.names()) - BUILTIN_DRIVERS:
+        booted.registry.unmount(name)
+    return booted
+
+
+@pytest.fixture()
+def cli_env(settings: Settings) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HALOMEM_")}
+    env["HALOMEM_HOME"] = str(settings.home)
+    if settings.database_url:
+        env["HALOMEM_DATABASE_URL"] = settings.database_url
+    return env
+
+
+@pytest.fixture()
+def cli(kernel: Kernel, cli_env: dict[str, str]):
+    """Run `halomem ...` as a fresh process against the test database."""
+
+    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "halomem.cli.main", *args], input=input, text=True,
+                              capture_output=True, env={**cli_env, **(env or {})}, timeout=timeout)
+
+    return run
+
+
+def count(kernel: Kernel, sql: str) -> int:
+    with kernel.engine.connect() as conn:
+        return int(conn.execute(sa.text(sql)).scalar_one())
