@@ -88,7 +88,7 @@ def register(app: typer.Typer) -> None:
         namespace = ns_required(ns)
         k = kernel()
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                      console=err, transient=True, disable=as_json) as bar:
+                      console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
             task = bar.add_task("embedding", total=None)
             report = k.ingest(namespace, path, fmt=fmt, skip_bad=skip_bad,
                               on_parsed=lambda n: bar.update(task, total=n),

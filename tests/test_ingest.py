@@ -1,0 +1,117 @@
+"""Bulk ingest: all or nothing, line-numbered errors, and crash safety under SIGKILL."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from halomem.errors import IngestError
+from tests.conftest import count
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_jsonl_and_csv_ingest(kernel, tmp_path):
+    j = _jsonl(tmp_path / "a.jsonl", [{"content": f"jsonl fact {i}", "source": "s"} for i in range(50)])
+    assert kernel.ingest("acme", j).written == 50
+    c = tmp_path / "b.csv"
+    c.write_text('content,source,provenance\n"a, quoted fact",csv,"{""row"": 1}"\nplain fact,csv,\n', encoding="utf-8")
+    assert kernel.ingest("acme", c).written == 2
+    assert count(kernel, "SELECT count(*) FROM memories WHERE namespace='acme'") == 52
+    assert [r.action for r in kernel.audit_tail(5)] == ["ingest", "ingest"]
+
+
+def test_bad_line_refuses_whole_file_with_line_number(kernel, tmp_path):
+    p = tmp_path / "bad.jsonl"
+    p.write_text('{"content": "good one"}\n{"content": "good two"}\n{not json}\n{"content": ""}\n', encoding="utf-8")
+    with pytest.raises(IngestError, match=r"bad.jsonl:3: not valid JSON"):
+        kernel.ingest("acme", p)
+    assert count(kernel, "SELECT count(*) FROM memories") == 0
+    report = kernel.ingest("acme", p, skip_bad=True)
+    assert report.written == 2 and [n for n, _ in report.skipped] == [3, 4]
+
+
+@pytest.mark.parametrize("payload,match", [
+    (b"\xff\xfe\x00binary", "not UTF-8"),
+    (b'{"content": "x", "namespace": "acme/sales"}\n', "unknown field"),
+    (b'["a list"]\n', "JSON object"),
+    (b'{"content": "nul \\u0000 inside"}\n', "NUL"),
+])
+def test_corrupt_files(kernel, tmp_path, payload, match):
+    p = tmp_path / "x.jsonl"
+    p.write_bytes(payload)
+    with pytest.raises(IngestError, match=match):
+        kernel.ingest("acme", p)
+    assert count(kernel, "SELECT count(*) FROM memories") == 0
+
+
+def test_unreadable_or_missing_file(kernel, tmp_path):
+    with pytest.raises(IngestError, match="cannot read"):
+        kernel.ingest("acme", tmp_path / "missing.jsonl")
+    with pytest.raises(IngestError, match="unknown format"):
+        kernel.ingest("acme", tmp_path / "notes.txt")
+
+
+def test_ingest_links_entity_mentions(kernel, tmp_path):
+    kernel.add_entity("acme", "Zephyr", ["ZPH"])
+    p = _jsonl(tmp_path / "e.jsonl", [{"content": "zephyr launched"}, {"content": "zephyrs are winds"},
+                                      {"content": "the ZPH team"}])
+    kernel.ingest("acme/eng", p)
+    assert count(kernel, "SELECT count(*) FROM mentions") == 2
+
+
+def _two_valid_heads(kernel) -> int:
+    return count(kernel, "SELECT count(*) FROM memories a JOIN memories b ON b.supersedes = a.id "
+                         "WHERE a.t_valid_to IS NULL AND b.t_valid_to IS NULL")
+
+
+def _wait_for_copy(kernel, child, timeout=90.0) -> bool:
+    """Poll until the child's COPY is running inside its open transaction."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and child.poll() is None:
+        if count(kernel, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'COPY memories%'"
+                         " AND state = 'active'"):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_sigkill_during_bulk_ingest_loses_nothing_reported(kernel, cli_env, tmp_path):
+    first = _jsonl(tmp_path / "first.jsonl", [{"content": f"committed fact {i}"} for i in range(500)])
+    proc = subprocess.run([sys.executable, "-m", "halomem.cli.main", "ingest", "--ns", "acme", "--json", str(first)],
+                          env=cli_env, capture_output=True, text=True, timeout=120)
+    reported = json.loads(proc.stdout)["written"]
+    head = kernel.remember("acme", "chain head v1").id
+    kernel.supersede("acme", head, "chain head v2")
+    rows = 40000
+    big = _jsonl(tmp_path / "big.jsonl", [{"content": f"bulk fact number {i} " + "filler " * 30}
+                                          for i in range(rows)])
+    child = subprocess.Popen([sys.executable, "-m", "halomem.cli.main", "ingest", "--ns", "acme", str(big)],
+                             env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    in_copy = _wait_for_copy(kernel, child)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert in_copy, "the ingest never reached its COPY"
+    # the server notices the dead client and rolls its transaction back
+    deadline = time.monotonic() + 30
+    while count(kernel, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'COPY memories%'") and \
+            time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert count(kernel, "SELECT count(*) FROM memories WHERE content LIKE 'bulk fact%'") == 0
+    assert count(kernel, "SELECT count(*) FROM memories WHERE content LIKE 'committed fact%'") == reported == 500
+    assert _two_valid_heads(kernel) == 0
+    assert kernel.audit_verify().ok
+    # the same file ingests whole afterwards
+    kernel.ingest("acme", big)
+    assert count(kernel, "SELECT count(*) FROM memories WHERE content LIKE 'bulk fact%'") == rows
+    # the killed CLI left its pid in the server's attached-pids file; the next attach prunes it
+    st = subprocess.run([sys.executable, "-m", "halomem.cli.main", "db", "status", "--json"], env=cli_env,
+                        capture_output=True, text=True, timeout=60)
+    if not kernel.settings.database_url:
+        assert child.pid not in json.loads(st.stdout)["attached_pids"]

@@ -1,0 +1,40 @@
+import math
+
+from halomem.embed import HashEmbedder, cosine, stem, terms, word_boundary_pattern
+from halomem.retrieval import bm25_scores, hybrid_merge, min_max, reciprocal_rank_fusion
+
+
+def test_bm25_prefers_rare_terms_and_skips_nonmatching():
+    docs = {"a": "the cat sat on the mat", "b": "the dog sat", "c": "zebra crossing", "d": "cat cat cat dog"}
+    scores = bm25_scores("cat zebra", docs)
+    assert set(scores) == {"a", "c", "d"}
+    assert scores["c"] > scores["a"]  # zebra is rarer than cat
+    assert bm25_scores("", docs) == {} and bm25_scores("the", docs) == {}
+
+
+def test_min_max_and_hybrid_merge():
+    assert min_max({"a": 2.0, "b": 4.0, "c": 3.0}) == {"a": 0.0, "b": 1.0, "c": 0.5}
+    assert min_max({"a": 0.7}) == {"a": 1.0} and min_max({}) == {}
+    merged = hybrid_merge([({"a": 1.0, "b": 0.0}, 0.5), ({"b": 5.0, "c": 1.0}, 0.5)])
+    assert merged == {"a": 0.5, "b": 0.5, "c": 0.0}
+
+
+def test_rrf():
+    fused = reciprocal_rank_fusion([["a", "b"], ["b", "c"]], k=60)
+    assert fused["b"] > fused["a"] > fused["c"] and math.isclose(fused["a"], 1 / 61)
+
+
+def test_hash_embedder_is_deterministic_normalized_and_semantic_enough():
+    e = HashEmbedder()
+    a, b, c = e.embed(["the booster burns methalox", "booster burning methalox", "accordion in the attic"])
+    assert a == e.embed(["the booster burns methalox"])[0] and len(a) == 256
+    assert math.isclose(sum(x * x for x in a), 1.0, rel_tol=1e-9)
+    assert cosine(a, b) > 0.6 > cosine(a, c)
+    assert e.embed([""])[0] == [0.0] * 256
+
+
+def test_tokenize_stem_and_word_boundaries():
+    assert terms("Hello, WORLD-42!") == ["hello", "world", "42"] and stem("burns") == "burn"
+    pat = word_boundary_pattern("Ann")
+    assert pat.search("ask ann.") and pat.search("ANN") and not pat.search("planning") and not pat.search("Annie")
+    assert word_boundary_pattern("C++").search("we use c++ daily") and not word_boundary_pattern("C++").search("c++x")
