@@ -17,6 +17,8 @@ import sqlalchemy as sa
 from halomem.config import Settings
 from halomem.kernel import Kernel
 
+pytest_plugins = ["halomem.conformance.pytest_plugin"]
+
 BUILTIN_DRIVERS = {"baseline", "graph", "keyword"}
 TABLES = "memories, concepts, entities, entity_aliases, mentions, audit_log, policies"
 

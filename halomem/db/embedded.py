@@ -10,10 +10,14 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
+import tempfile
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Iterator
 
 from ..errors import ConfigError, DatabaseUnavailableError
 
@@ -141,3 +145,20 @@ def stop(home: Path) -> bool:
                bin_path=server.bin_path, user=server.system_user)
         (pgdata / PIDS_FILE).write_text("[]", encoding="utf-8")
     return True
+
+
+@contextmanager
+def ephemeral_server(prefix: str = "halomem-ephemeral-") -> Iterator[str]:
+    """A throwaway embedded server in a temp dir (deleted afterwards): never the user's database."""
+    pg = _pgserver()
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp" if Path("/tmp").is_dir() else None))
+    try:
+        server = pg.get_server(base / PGDATA, cleanup_mode="delete")
+    except Exception as exc:
+        shutil.rmtree(base, ignore_errors=True)
+        raise DatabaseUnavailableError(f"ephemeral PostgreSQL did not start: {exc}") from None
+    try:
+        yield server.get_uri(driver="psycopg")
+    finally:
+        server.cleanup()
+        shutil.rmtree(base, ignore_errors=True)

@@ -1,0 +1,1 @@
+"""Benchmarks: retrieval quality, latency, ingest, CLI start-up."""

@@ -1,0 +1,1 @@
+"""Reference sidecar server for out-of-process cartridges."""
