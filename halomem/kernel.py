@@ -6,7 +6,9 @@ audited; any other driver exception fails the request with a clear error.
 """
 from __future__ import annotations
 
+import json
 import logging
+import threading
 import time
 import unicodedata
 from dataclasses import dataclass, field, replace
@@ -88,11 +90,42 @@ class SearchResult:
     hits: list[Hit] = field(default_factory=list)
     fallback: str | None = None
     dropped: int = 0
+    warnings: list[str] = field(default_factory=list)
     elapsed_ms: float = 0.0
 
     @property
     def tokens(self) -> int:
         return sum(h.token_estimate for h in self.hits)
+
+
+@dataclass(frozen=True)
+class Planned:
+    refs: list[ScoredRef]
+    served: str  # the driver whose refs these are
+    admitted: frozenset[str]  # what its view handed out
+    fallback_note: str | None
+    warnings: list[str]
+
+
+class DriverWarnings(logging.Handler):
+    """Collects warnings logged under the "halomem" logger by this thread during one plan() call,
+    so what a driver noticed (a retried sidecar, stray refs) lands in the search's audit row."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.messages: list[str] = []
+        self._thread = threading.get_ident()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread == self._thread:
+            self.messages.append(record.getMessage())
+
+    def __enter__(self) -> "DriverWarnings":
+        log.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        log.removeHandler(self)
 
 
 class Kernel:
@@ -113,9 +146,20 @@ class Kernel:
         kernel = cls(settings, engine, embedder)
         for driver in (BaselineDriver(), GraphDriver(), KeywordDriver()):
             kernel.registry.mount(driver)
+        if settings.sidecar_url:
+            kernel._mount_sidecar(settings.sidecar_url)
         if mount_plugins:
             kernel._mount_entry_points()
         return kernel
+
+    def _mount_sidecar(self, url: str) -> None:
+        """mem0 is mounted only when configured; a construction failure is logged, never fatal."""
+        from .drivers.mem0 import Mem0Driver
+
+        try:
+            self.registry.mount(Mem0Driver(url))
+        except Exception as exc:
+            log.warning("driver 'mem0' not mounted: %s", exc)
 
     def _mount_entry_points(self) -> None:
         for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -197,47 +241,51 @@ class Kernel:
         with self.engine.connect() as conn:
             requested = driver or choose_driver(effective_policy(conn, ns), query)
         chosen, unmounted = self.registry.resolve(requested)
-        notes: list[str] = []
-        if unmounted:
-            notes.append(f"driver_fallback={requested}->baseline reason=unmounted")
         try:
             with self.index.reader() as reader:
-                refs, served, view_admitted, fail_note = self._plan(reader, scope, chosen, query, k, token_budget)
-                notes += [fail_note] if fail_note else []
-                result = self._materialize(reader, scope, query, refs, view_admitted, served, requested, request_id)
+                planned = self._plan(reader, scope, chosen, query, k, token_budget)
+                result = self._materialize(reader, scope, query, planned, requested, request_id)
         except DriverError as exc:
             self._audit(ns, "search", f"search failed driver={chosen.name} error={str(exc)[:200]}", request_id)
             raise
         result.elapsed_ms = (time.perf_counter() - started) * 1000
+        notes = [f"driver_fallback={requested}->baseline reason=unmounted"] if unmounted else []
+        notes += [planned.fallback_note] if planned.fallback_note else []
         if notes:
-            result.fallback = notes[0].split()[0].split("=", 1)[1]
+            result.fallback = f"{requested}->baseline"
             for note in notes:
                 log.warning("%s", note)
                 self._audit(ns, "fallback", note, request_id)
         detail = f"search ok returned={len(result.hits)} tokens={result.tokens} driver={result.driver}"
         if result.dropped:
             detail += f" dropped={result.dropped}"
+        if result.warnings:
+            detail += " driver_warnings=" + json.dumps("; ".join(result.warnings)[:500])
         self._audit(ns, "search", detail, request_id)
         return result
 
     def _plan(self, reader: IndexReader, scope: Scope, driver: RetrieverDriver, query: str, k: int,
-              budget: int) -> tuple[list[ScoredRef], str, frozenset[str], str | None]:
-        view = build_scoped_view(reader, scope, self.embedder)
-        try:
-            refs = driver.plan(RetrieverQuery(query=query, view=view, token_budget=budget, k=k))
-            return self._checked(driver.name, refs), driver.name, admitted_refs(view), None
-        except DriverUnavailableError as exc:
-            if driver.name == DriverRegistry.FALLBACK:
-                raise DriverError(f"baseline driver unavailable: {exc}") from None
-            note = f"driver_fallback={driver.name}->baseline reason={str(exc)[:200] or 'unavailable'}"
-        except DriverError:
-            raise
-        except Exception as exc:
-            raise DriverError(f"driver {driver.name!r} failed: {type(exc).__name__}: {exc}") from None
-        baseline = self.registry.get(DriverRegistry.FALLBACK)
-        view = build_scoped_view(reader, scope, self.embedder)
-        refs = baseline.plan(RetrieverQuery(query=query, view=view, token_budget=budget, k=k))
-        return self._checked(baseline.name, refs), baseline.name, admitted_refs(view), note
+              budget: int) -> "Planned":
+        """Run the driver over a fresh view; DriverUnavailableError re-plans with baseline."""
+        with DriverWarnings() as warned:
+            view = build_scoped_view(reader, scope, self.embedder)
+            try:
+                refs = driver.plan(RetrieverQuery(query=query, view=view, token_budget=budget, k=k))
+                return Planned(self._checked(driver.name, refs), driver.name, admitted_refs(view), None,
+                               warned.messages)
+            except DriverUnavailableError as exc:
+                if driver.name == DriverRegistry.FALLBACK:
+                    raise DriverError(f"baseline driver unavailable: {exc}") from None
+                note = f"driver_fallback={driver.name}->baseline reason={str(exc)[:200] or 'unavailable'}"
+            except DriverError:
+                raise
+            except Exception as exc:
+                raise DriverError(f"driver {driver.name!r} failed: {type(exc).__name__}: {exc}") from None
+            baseline = self.registry.get(DriverRegistry.FALLBACK)
+            view = build_scoped_view(reader, scope, self.embedder)
+            refs = baseline.plan(RetrieverQuery(query=query, view=view, token_budget=budget, k=k))
+            return Planned(self._checked(baseline.name, refs), baseline.name, admitted_refs(view), note,
+                           warned.messages)
 
     @staticmethod
     def _checked(name: str, refs: object) -> list[ScoredRef]:
@@ -248,13 +296,14 @@ class Kernel:
             raise DriverError(f"driver {name!r} returned tier {bad[0].tier!r} (must be 'L2' or 'L3')")
         return refs
 
-    def _materialize(self, reader: IndexReader, scope: Scope, query: str, refs: list[ScoredRef],
-                     admitted: frozenset[str], served: str, requested: str, request_id: str) -> SearchResult:
+    def _materialize(self, reader: IndexReader, scope: Scope, query: str, planned: "Planned", requested: str,
+                     request_id: str) -> SearchResult:
         """Drop refs the view did not admit; fetch content from the kernel's own reads."""
-        kept = [r for r in refs if r.ref in admitted]
+        refs, served = planned.refs, planned.served
+        kept = [r for r in refs if r.ref in planned.admitted]
         rows = reader.fetch(scope, [r.ref for r in kept if r.tier == "L2"])
         result = SearchResult(query, scope.namespace.path, served, requested, request_id,
-                              dropped=len(refs) - len(kept))
+                              dropped=len(refs) - len(kept), warnings=planned.warnings)
         for r in kept:
             if r.tier == "L2":
                 row = rows.get(r.ref)
