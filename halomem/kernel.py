@@ -20,8 +20,8 @@ import sqlalchemy as sa
 
 from . import audit
 from .config import Settings, load_settings
-from .db.engine import make_engine
-from .db.migrations import migrate
+from .db.engine import make_engine, make_reader_engine
+from .db.migrations import READER_ROLE, migrate
 from .drivers import DriverRegistry, DriverUnavailableError
 from .drivers.baseline import BaselineDriver
 from .drivers.graph import GraphDriver
@@ -129,11 +129,13 @@ class DriverWarnings(logging.Handler):
 
 
 class Kernel:
-    def __init__(self, settings: Settings, engine: sa.Engine, embedder: Embedder) -> None:
+    def __init__(self, settings: Settings, engine: sa.Engine, embedder: Embedder,
+                 reader_engine: sa.Engine | None = None) -> None:
         self.settings = settings
         self.engine = engine
+        self.reader_engine = reader_engine
         self.embedder = embedder
-        self.index = MemoryIndex(engine)
+        self.index = MemoryIndex(reader_engine or engine)
         self.writer = Writer(engine, embedder)
         self.registry = DriverRegistry(warn=log.warning)
 
@@ -143,7 +145,7 @@ class Kernel:
         embedder = get_embedder(settings.embedder)
         engine = make_engine(settings)
         migrate(engine, embedder.name, embedder.dim)
-        kernel = cls(settings, engine, embedder)
+        kernel = cls(settings, engine, embedder, make_reader_engine(engine, READER_ROLE))
         for driver in (BaselineDriver(), GraphDriver(), KeywordDriver()):
             kernel.registry.mount(driver)
         if settings.sidecar_url:
@@ -170,6 +172,8 @@ class Kernel:
                 log.warning("driver plugin %r not mounted: %s", ep.name, exc)
 
     def close(self) -> None:
+        if self.reader_engine is not None:
+            self.reader_engine.dispose()
         self.engine.dispose()
 
     # --- writes ------------------------------------------------------------------------------

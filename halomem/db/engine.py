@@ -33,3 +33,16 @@ def make_engine(settings: Settings, pool_size: int = 10) -> sa.Engine:
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         raise DatabaseUnavailableError(f"cannot connect to PostgreSQL: {reason}") from None
     return engine
+
+
+def make_reader_engine(engine: sa.Engine, role: str, pool_size: int = 10) -> sa.Engine | None:
+    """The same server as ``role`` (SELECT-only), or None where that login is not possible."""
+    url = engine.url.set(username=role, password=None)
+    reader = sa.create_engine(url, pool_size=pool_size, max_overflow=10, pool_pre_ping=True)
+    try:
+        with reader.connect() as conn:
+            conn.exec_driver_sql("SELECT 1 FROM memories LIMIT 0")
+    except sa.exc.SQLAlchemyError:
+        reader.dispose()
+        return None
+    return reader

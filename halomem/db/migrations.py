@@ -37,8 +37,31 @@ def _v1_initial(conn: Connection, dim: int) -> None:
         conn.exec_driver_sql(ddl)
 
 
+READER_ROLE = "halomem_reader"
+READ_TABLES = ("memories", "concepts", "entities", "entity_aliases", "mentions")
+
+
+def _v2_reader_role(conn: Connection, dim: int) -> None:
+    """A login role with SELECT-only grants on what drivers read, where the server lets us make one.
+
+    Driver-serving reads connect as this role, so even a driver that got hold of the connection
+    cannot write, whatever it does to its transaction or session.
+    """
+    allowed = conn.exec_driver_sql(
+        "SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user").scalar()
+    if not allowed:
+        return
+    if not conn.exec_driver_sql(f"SELECT 1 FROM pg_roles WHERE rolname = '{READER_ROLE}'").scalar():
+        conn.exec_driver_sql(f"CREATE ROLE {READER_ROLE} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT")
+    database = conn.exec_driver_sql("SELECT current_database()").scalar()
+    conn.exec_driver_sql(f'GRANT CONNECT ON DATABASE "{database}" TO {READER_ROLE}')
+    conn.exec_driver_sql(f"GRANT USAGE ON SCHEMA public TO {READER_ROLE}")
+    conn.exec_driver_sql(f"GRANT SELECT ON {', '.join(READ_TABLES)} TO {READER_ROLE}")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (1, "initial schema", _v1_initial),
+    (2, "select-only reader role", _v2_reader_role),
 ]
 LATEST = MIGRATIONS[-1][0]
 
