@@ -17,7 +17,16 @@ import sqlalchemy as sa
 from halomem.config import Settings
 from halomem.kernel import Kernel
 
+from tests.sql_lint import Lint
+
 pytest_plugins = ["halomem.conformance.pytest_plugin"]
+
+SQL_LINT = Lint()
+
+
+@sa.event.listens_for(sa.Engine, "before_cursor_execute")
+def _capture_sql(conn, cursor, statement, parameters, context, executemany):  # noqa: ANN001
+    SQL_LINT.record(statement)
 
 BUILTIN_DRIVERS = {"baseline", "graph", "keyword"}
 TABLES = "memories, concepts, entities, entity_aliases, mentions, audit_log, policies"

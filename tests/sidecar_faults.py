@@ -23,6 +23,9 @@ class FaultySidecar(ThreadingHTTPServer):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
 
+    def handle_error(self, request, client_address) -> None:  # noqa: ANN001 - clients hang up on purpose
+        pass
+
     def next_mode(self, request_id: str) -> str:
         with self.lock:
             self.request_ids.append(request_id)

@@ -41,8 +41,10 @@ def make_reader_engine(engine: sa.Engine, role: str, pool_size: int = 10) -> sa.
     reader = sa.create_engine(url, pool_size=pool_size, max_overflow=10, pool_pre_ping=True)
     try:
         with reader.connect() as conn:
-            conn.exec_driver_sql("SELECT 1 FROM memories LIMIT 0")
+            usable = conn.exec_driver_sql("SELECT has_table_privilege(current_user, 'memories', 'SELECT')").scalar()
     except sa.exc.SQLAlchemyError:
+        usable = False
+    if not usable:
         reader.dispose()
         return None
     return reader

@@ -145,6 +145,9 @@ class SidecarServer(ThreadingHTTPServer):
         self.engine = engine or BM25Engine()
         super().__init__((host, port), make_handler(self.engine, self.coalescer, delay))
 
+    def handle_error(self, request, client_address) -> None:  # noqa: ANN001
+        """A client that timed out and hung up is routine for a sidecar, not a traceback."""
+
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
