@@ -1,0 +1,81 @@
+"""A throwaway kernel on an ephemeral embedded server, and ranking a dataset through drivers."""
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from ..config import Settings
+from ..db.embedded import ephemeral_server
+from ..drivers.view import build_scoped_view
+from ..index import Scope
+from ..types import Namespace, RetrieverQuery
+from .datasets import Dataset
+from .metrics import METRICS, score_all
+
+EVAL_K = 10
+EVAL_BUDGET = 1_000_000  # measure ranking, not budget trimming
+
+
+@contextlib.contextmanager
+def ephemeral_kernel(embedder: str = "hash") -> Iterator["Kernel"]:  # noqa: F821
+    from ..kernel import Kernel
+
+    with ephemeral_server(prefix="halomem-bench-") as url:
+        kernel = Kernel.boot(Settings(home=Path("/nonexistent-halomem-home"), database_url=url, embedder=embedder),
+                             mount_plugins=False)
+        try:
+            yield kernel
+        finally:
+            kernel.close()
+
+
+def load(kernel, ds: Dataset, progress: Callable[[str], None] = lambda m: None) -> dict[str, str]:  # noqa: ANN001
+    """Bulk-ingest every namespace; returns memory id -> dataset doc id."""
+    to_doc: dict[str, str] = {}
+    for ns, docs in ds.docs.items():
+        ids = kernel.ingest_texts(ns, [d.text for d in docs], label=f"bench:{ds.name}")
+        to_doc.update(zip(ids, (d.id for d in docs)))
+        for name in ds.entities.get(ns, []):
+            kernel.add_entity(ns, name)
+        progress(f"loaded {ns}: {len(docs)} docs")
+    return to_doc
+
+
+@dataclass
+class DriverRun:
+    driver: str
+    per_group: dict[str, dict[str, float]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    p50_ms: float = 0.0
+    p95_ms: float = 0.0
+
+
+def evaluate(kernel, ds: Dataset, to_doc: dict[str, str], drivers: Sequence[str]) -> list[DriverRun]:  # noqa: ANN001
+    runs = []
+    for name in drivers:
+        driver = kernel.registry.get(name)
+        sums: dict[str, dict[str, float]] = {}
+        counts: dict[str, int] = {}
+        timings = []
+        for q in ds.queries:
+            with kernel.index.reader() as reader:
+                view = build_scoped_view(reader, Scope(Namespace(q.namespace)), kernel.embedder)
+                started = time.perf_counter()
+                refs = driver.plan(RetrieverQuery(q.text, view, EVAL_BUDGET, EVAL_K))
+                timings.append((time.perf_counter() - started) * 1000)
+            ranked = [to_doc.get(r.ref, r.ref) for r in refs]
+            scores = score_all(ranked, set(q.relevant))
+            group = sums.setdefault(q.group, dict.fromkeys(METRICS, 0.0))
+            for metric, value in scores.items():
+                group[metric] += value
+            counts[q.group] = counts.get(q.group, 0) + 1
+        run = DriverRun(name, {g: {m: v / counts[g] for m, v in s.items()} for g, s in sums.items()}, counts)
+        if timings:
+            run.p50_ms = statistics.median(timings)
+            run.p95_ms = statistics.quantiles(timings, n=20, method="inclusive")[18] if len(timings) > 1 else timings[0]
+        runs.append(run)
+    return runs
