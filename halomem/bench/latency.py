@@ -1,0 +1,76 @@
+"""bench latency: plan() p50/p95/p99 per driver against the floor (raw HNSW + raw GIN probes)."""
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..drivers.view import build_scoped_view
+from ..index import Scope
+from ..types import Namespace, RetrieverQuery
+from . import report
+from .harness import ephemeral_kernel
+from .synthetic import corpus, queries
+
+INGEST_CHUNK = 50_000
+
+
+def _pcts(ms: list[float]) -> dict[str, float]:
+    q = statistics.quantiles(ms, n=100, method="inclusive") if len(ms) > 1 else [ms[0]] * 99
+    return {"p50": q[49], "p95": q[94], "p99": q[98]}
+
+
+def measure(kernel, drivers: Sequence[str], probes: list[tuple[str, str]], k: int = 10) -> dict:  # noqa: ANN001
+    floor_ms, per_driver = [], {d: [] for d in drivers}
+    for ns, text in probes:
+        scope = Scope(Namespace(ns))
+        [embedding] = kernel.embedder.embed([text])
+        with kernel.index.reader() as reader:
+            started = time.perf_counter()
+            reader.vector_search(scope, embedding, max(3 * k, 20))
+            reader.lexical_candidates(scope, text, 500)
+            floor_ms.append((time.perf_counter() - started) * 1000)
+        for name in drivers:
+            driver = kernel.registry.get(name)
+            with kernel.index.reader() as reader:
+                view = build_scoped_view(reader, scope, kernel.embedder)
+                started = time.perf_counter()
+                driver.plan(RetrieverQuery(text, view, 2000, k))
+                per_driver[name].append((time.perf_counter() - started) * 1000)
+    floor = _pcts(floor_ms)
+    return {"floor": floor,
+            "drivers": {d: {**_pcts(ms), "ratio_p95": _pcts(ms)["p95"] / floor["p95"]} for d, ms in per_driver.items()}}
+
+
+def run_latency(sizes: Sequence[int], drivers: Sequence[str], out_dir: Path, query_count: int = 100,
+                progress: Callable[[str], None] = lambda m: None) -> dict:
+    results = []
+    for n in sizes:
+        with ephemeral_kernel("hash") as kernel:
+            started = time.perf_counter()
+            for ns, texts in corpus(n).items():
+                for i in range(0, len(texts), INGEST_CHUNK):
+                    kernel.ingest_texts(ns, texts[i:i + INGEST_CHUNK], label="bench:latency")
+            with kernel.engine.connect() as conn:
+                conn.exec_driver_sql("ANALYZE")
+            load_s = time.perf_counter() - started
+            progress(f"{n} memories loaded in {load_s:.1f}s")
+            probes = queries(query_count)
+            measure(kernel, drivers, probes[:5])  # warm caches
+            m = measure(kernel, drivers, probes)
+            results.append({"memories": n, "load_seconds": load_s, **m})
+            progress(f"{n}: floor p95 {m['floor']['p95']:.1f}ms; " + ", ".join(
+                f"{d} p95 {v['p95']:.1f}ms ({v['ratio_p95']:.1f}x)" for d, v in m["drivers"].items()))
+    headers = ["memories", "driver", "p50 ms", "p95 ms", "p99 ms", "p95 / floor"]
+    rows = []
+    for r in results:
+        rows.append([r["memories"], "floor (HNSW+GIN probes)", r["floor"]["p50"], r["floor"]["p95"], r["floor"]["p99"], 1.0])
+        rows += [[r["memories"], d, v["p50"], v["p95"], v["p99"], v["ratio_p95"]] for d, v in r["drivers"].items()]
+    md = "# plan() latency vs corpus size\n\n" + report.markdown_table(headers, rows)
+    data = {"sizes": list(sizes), "results": results}
+    report.write(out_dir, "latency", data, md)
+    series = {d: {r["memories"]: r["drivers"][d]["p95"] for r in results} for d in drivers}
+    series["floor"] = {r["memories"]: r["floor"]["p95"] for r in results}
+    report.line_plot(out_dir / "latency.png", "plan() p95 vs corpus size", series, "memories", "p95 ms")
+    return {**data, "markdown": md}

@@ -1,0 +1,86 @@
+"""halomem bench quality | latency | ingest | cli: reproducible reports under a results folder."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..errors import InvalidInputError
+from .common import JsonOption, emit_json, err, out
+
+app = typer.Typer(no_args_is_help=True, help="Benchmarks (speed and quality goals live here, not in unit tests).")
+DEFAULT_LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"
+OutOption = typer.Option(Path("bench-results"), "--out", help="Results folder (markdown, JSON, PNG).")
+
+
+def _split_ints(text: str) -> list[int]:
+    try:
+        values = [int(v.replace("_", "")) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise InvalidInputError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or any(v <= 0 for v in values):
+        raise InvalidInputError("sizes must be positive integers")
+    return values
+
+
+def _say(message: str) -> None:
+    err.print(message, markup=False)
+
+
+def _finish(result: dict, as_json: bool) -> None:
+    if as_json:
+        emit_json({k: v for k, v in result.items() if k != "markdown"})
+    else:
+        out.print(result["markdown"], markup=False)
+
+
+@app.command()
+def quality(dataset: str = typer.Option("locomo", help="locomo, or beir (with --path to the collection)."),
+            path: Optional[Path] = typer.Option(None, help="Data file (LoCoMo JSON) or BEIR folder."),
+            embedder: List[str] = typer.Option(["hash"], "--embedder", help="Repeatable: hash, minilm."),
+            driver: List[str] = typer.Option(["baseline", "graph", "keyword"], "--driver", help="Repeatable."),
+            conversations: Optional[int] = typer.Option(None, help="Only the first N LoCoMo conversations."),
+            out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
+    """R@5, R@10, nDCG@10, MRR@10 per driver, group and embedder."""
+    from ..bench.datasets import load_beir, load_locomo
+    from ..bench.quality import run_quality
+
+    if dataset == "locomo":
+        ds = load_locomo(path or DEFAULT_LOCOMO, conversations)
+    elif dataset == "beir":
+        if path is None:
+            raise InvalidInputError("--dataset beir needs --path to a BEIR collection folder")
+        ds = load_beir(path)
+    else:
+        raise InvalidInputError(f"unknown dataset {dataset!r} (locomo, beir)")
+    _finish(run_quality(ds, embedder, driver, out_dir, _say), as_json)
+
+
+@app.command()
+def latency(memories: str = typer.Option("10000,100000", help="Comma-separated corpus sizes."),
+            driver: List[str] = typer.Option(["baseline", "graph", "keyword"], "--driver"),
+            queries: int = typer.Option(100, help="Probe queries per size."),
+            out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
+    """plan() p50/p95/p99 per driver vs the raw HNSW + GIN floor."""
+    from ..bench.latency import run_latency
+
+    _finish(run_latency(_split_ints(memories), driver, out_dir, queries, _say), as_json)
+
+
+@app.command()
+def ingest(rows: int = typer.Option(20000, help="Rows to ingest."),
+           embedder: List[str] = typer.Option(["hash"], "--embedder"),
+           out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
+    """Bulk ingest memories/s vs raw COPY of the same rows."""
+    from ..bench.ingest_speed import run_ingest
+
+    _finish(run_ingest(_split_ints(str(rows))[0], embedder, out_dir, _say), as_json)
+
+
+@app.command("cli")
+def cli_speed(repeats: int = typer.Option(5), out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
+    """Wall time of `halomem search` as a fresh process, server running vs not."""
+    from ..bench.cli_speed import run_cli
+
+    _finish(run_cli(repeats, out_dir, _say), as_json)

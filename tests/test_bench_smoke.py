@@ -1,0 +1,71 @@
+"""Smoke runs of every benchmark at tiny sizes, so the harness keeps working (numbers live in `make bench`)."""
+import json
+from pathlib import Path
+
+import pytest
+
+from halomem.bench.datasets import load_beir, load_locomo, normalize_evidence
+from halomem.bench.metrics import mrr_at, ndcg_at, recall_at
+
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
+
+
+def test_metrics():
+    ranked = ["a", "x", "b", "y"]
+    assert recall_at(ranked, {"a", "b", "c"}, 2) == pytest.approx(1 / 3)
+    assert mrr_at(ranked, {"b"}, 10) == pytest.approx(1 / 3) and mrr_at(ranked, {"z"}, 10) == 0
+    assert ndcg_at(["a", "b"], {"a", "b"}, 10) == pytest.approx(1.0)
+    assert ndcg_at(["x", "a"], {"a"}, 10) == pytest.approx(1 / 1.5849625, rel=1e-6)
+
+
+def test_evidence_normalization():
+    assert normalize_evidence(["D8:6; D9:17"]) == {"D8:6", "D9:17"}
+    assert normalize_evidence(["D9:1 D4:4 D4:6", "D30:05"]) == {"D9:1", "D4:4", "D4:6", "D30:5"}
+    assert normalize_evidence(["", "n/a"]) == set()
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="shared/data/locomo10.json not beside the checkout")
+def test_locomo_quality_smoke(tmp_path):
+    from halomem.bench.quality import run_quality
+
+    ds = load_locomo(LOCOMO, limit_conversations=1)
+    assert ds.doc_count == 419 and ds.docs["locomo/conv-26"][0].text.startswith("[1:56 pm on 8 May, 2023] Caroline: ")
+    ds.queries = ds.queries[:25]
+    result = run_quality(ds, ["hash"], ["baseline", "keyword"], tmp_path)
+    rows = json.loads((tmp_path / "quality-locomo.json").read_text())["results"]
+    assert {r["driver"] for r in rows} == {"baseline", "keyword"}
+    assert all(0 <= r["R@10"] <= 1 and r["queries"] > 0 for r in rows)
+    assert any(r["R@10"] > 0.2 for r in rows)  # a working retriever finds some evidence
+    assert "| hash | baseline |" in result["markdown"] and (tmp_path / "quality-locomo.md").exists()
+
+
+def test_beir_loader_and_quality(tmp_path):
+    from halomem.bench.quality import run_quality
+
+    beir = tmp_path / "tiny"
+    (beir / "qrels").mkdir(parents=True)
+    docs = {"d1": "the heron nests by the reservoir", "d2": "quarterly tax filing deadline", "d3": "heron migration"}
+    (beir / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n"
+                                               for k, v in docs.items()))
+    (beir / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "where do herons nest"}) + "\n"
+                                        + json.dumps({"_id": "q2", "text": "tax deadline"}) + "\n")
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\nq3\td9\t1\n")
+    ds = load_beir(beir)
+    assert ds.doc_count == 3 and len(ds.queries) == 2 and ds.skipped_queries == 1
+    result = run_quality(ds, ["hash"], ["baseline"], tmp_path / "out")
+    [row] = result["results"]
+    assert row["R@10"] == 1.0 and row["MRR@10"] == 1.0
+
+
+def test_latency_ingest_and_cli_smoke(tmp_path):
+    from halomem.bench.cli_speed import run_cli
+    from halomem.bench.ingest_speed import run_ingest
+    from halomem.bench.latency import run_latency
+
+    lat = run_latency([400], ["baseline", "graph"], tmp_path, query_count=10)
+    assert set(lat["results"][0]["drivers"]) == {"baseline", "graph"} and lat["results"][0]["floor"]["p95"] > 0
+    ing = run_ingest(300, ["hash"], tmp_path)
+    assert ing["results"][0]["ingest_per_s"] > 0 and ing["results"][0]["raw_copy_per_s"] > 0
+    cli = run_cli(1, tmp_path)
+    assert cli["server_running_ms"] > 0 and cli["server_not_running_ms"] > 0
+    assert {p.name for p in tmp_path.iterdir()} >= {"latency.json", "latency.md", "ingest.json", "cli.json"}
