@@ -32,14 +32,21 @@ def write(out_dir: Path, name: str, data: dict[str, Any], markdown: str) -> tupl
     return json_path, md_path
 
 
-def bar_plot(path: Path, title: str, groups: dict[str, dict[str, float]], ylabel: str) -> Path | None:
-    """groups: series label -> {x label -> value}."""
+def _pyplot():  # noqa: ANN202 - matplotlib.pyplot, or None when it is not installed
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        return None
+    return plt
+
+
+def bar_plot(path: Path, title: str, groups: dict[str, dict[str, float]], ylabel: str) -> Path | None:
+    """groups: series label -> {x label -> value}. Skipped (None) without matplotlib."""
+    plt = _pyplot()
+    if plt is None:
         return None
     labels = sorted({x for values in groups.values() for x in values})
     fig, ax = plt.subplots(figsize=(max(6, len(labels) * 1.2), 4))
@@ -57,12 +64,8 @@ def bar_plot(path: Path, title: str, groups: dict[str, dict[str, float]], ylabel
 
 
 def line_plot(path: Path, title: str, series: dict[str, dict[int, float]], xlabel: str, ylabel: str) -> Path | None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = _pyplot()
+    if plt is None:
         return None
     fig, ax = plt.subplots(figsize=(7, 4))
     for label, points in sorted(series.items()):

@@ -6,9 +6,9 @@ DRIVER BOUNDARY: imports only halomem.types and halomem.retrieval.
 from __future__ import annotations
 
 from halomem.retrieval import bm25_scores, min_max
+from halomem.retrieval.pool import gather
 from halomem.types import Capabilities, RetrieverQuery, ScoredRef, estimate_tokens, fit_budget, rank_key
 
-CANDIDATE_LIMIT = 500
 HOP_PROXIMITY = {1: 1.0, 2: 0.5}
 
 
@@ -21,19 +21,11 @@ class GraphDriver:
     def plan(self, q: RetrieverQuery) -> list[ScoredRef]:
         if q.k <= 0:
             return []
-        view = q.view
-        lexical = getattr(view, "lexical_candidates", None)
-        pool = lexical(q.query, CANDIDATE_LIMIT) if lexical else view.candidates(CANDIDATE_LIMIT)
-        allowed = {c.ref: c.content for c in pool}
+        allowed, cosine = gather(q.view, q.query, max(q.k * 3, 20))
         proximity: dict[str, float] = {}
-        for fact in view.entity_facts(q.query, 2):
+        for fact in q.view.entity_facts(q.query, 2):
             allowed.setdefault(fact.ref, fact.content)
             proximity[fact.ref] = max(proximity.get(fact.ref, 0.0), HOP_PROXIMITY.get(fact.hop, 0.0))
-        [embedding] = view.embed([q.query])
-        cosine: dict[str, float] = {}
-        for hit in view.vector_search(embedding, max(q.k * 3, 20)):
-            allowed.setdefault(hit.ref, hit.content)
-            cosine[hit.ref] = max(cosine.get(hit.ref, 0.0), hit.score)
         bm25 = min_max(bm25_scores(q.query, allowed))
         scored = []
         for ref, content in allowed.items():

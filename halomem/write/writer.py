@@ -45,15 +45,20 @@ class Writer:
     # --- L2 rows -----------------------------------------------------------------------------
     def remember(self, ns: Namespace, content: str, *, source: str | None = None,
                  provenance: dict[str, Any] | None = None, request_id: str | None = None) -> NewMemory:
-        content, source = check_content(content), check_source(source)
-        provenance = check_provenance(provenance)
-        [embedding] = self.embedder.embed([content])
+        content, source, provenance, embedding = self._prepare(content, source, provenance)
         memory_id = new_memory_id()
         with self.engine.begin() as conn:
             self._insert(conn, ns, memory_id, content, embedding, source, provenance, supersedes=None)
             audit.append(conn, ns.path, "remember", f"remember ok id={memory_id} source={source or '-'}",
                          request_id or new_request_id())
         return NewMemory(memory_id, ns.path, source)
+
+    def _prepare(self, content: str, source: str | None, provenance: dict[str, Any] | None
+                 ) -> tuple[str, str | None, dict[str, Any], list[float]]:
+        """Validate a new row's fields and embed it, before any transaction opens."""
+        content, source = check_content(content), check_source(source)
+        [embedding] = self.embedder.embed([content])
+        return content, source, check_provenance(provenance), embedding
 
     def _insert(self, conn: Connection, ns: Namespace, memory_id: str, content: str, embedding: Sequence[float],
                 source: str | None, provenance: dict[str, Any], supersedes: str | None) -> None:
@@ -67,9 +72,7 @@ class Writer:
     def supersede(self, ns: Namespace, old_id: str, content: str, *, source: str | None = None,
                   provenance: dict[str, Any] | None = None, request_id: str | None = None) -> NewMemory:
         """Close ``old_id``'s validity and link a new head, atomically; exactly one racer wins."""
-        content, source = check_content(content), check_source(source)
-        provenance = check_provenance(provenance)
-        [embedding] = self.embedder.embed([content])
+        content, source, provenance, embedding = self._prepare(content, source, provenance)
         memory_id = new_memory_id()
         with self.engine.begin() as conn:
             closed = conn.execute(
