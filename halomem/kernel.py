@@ -24,6 +24,7 @@ from .db.engine import make_engine, make_reader_engine
 from .db.migrations import READER_ROLE, migrate
 from .drivers import DriverRegistry, DriverUnavailableError
 from .drivers.baseline import BaselineDriver
+from .drivers.fusion import FusionDriver
 from .drivers.graph import GraphDriver
 from .drivers.keyword import KeywordDriver
 from .drivers.view import admitted_refs, build_scoped_view
@@ -146,7 +147,7 @@ class Kernel:
         engine = make_engine(settings)
         migrate(engine, embedder.name, embedder.dim)
         kernel = cls(settings, engine, embedder, make_reader_engine(engine, READER_ROLE))
-        for driver in (BaselineDriver(), GraphDriver(), KeywordDriver()):
+        for driver in (BaselineDriver(), FusionDriver(), GraphDriver(), KeywordDriver()):
             kernel.registry.mount(driver)
         if settings.sidecar_url:
             kernel._mount_sidecar(settings.sidecar_url)

@@ -28,7 +28,7 @@ SQL_LINT = Lint()
 def _capture_sql(conn, cursor, statement, parameters, context, executemany):  # noqa: ANN001
     SQL_LINT.record(statement)
 
-BUILTIN_DRIVERS = {"baseline", "graph", "keyword"}
+BUILTIN_DRIVERS = {"baseline", "fusion", "graph", "keyword"}
 TABLES = "memories, concepts, entities, entity_aliases, mentions, audit_log, policies"
 
 

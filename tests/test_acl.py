@@ -36,7 +36,7 @@ def test_caller_sees_self_and_ancestors_only(kernel, tree, method):
 
 
 def test_search_never_returns_sibling_or_descendant(kernel, tree):
-    for driver in ("baseline", "graph", "keyword"):
+    for driver in ("baseline", "fusion", "graph", "keyword"):
         result = kernel.search("acme/eng", "quasar marker fact", k=50, driver=driver)
         assert {h.ref for h in result.hits} == {tree["acme"], tree["acme/eng"]}
 
@@ -52,7 +52,7 @@ def test_superseded_and_erased_rows_are_never_returned(kernel):
         seen = ({c.ref for c in r.candidates(scope, 100)} | {c.ref for c in r.lexical_candidates(scope, "build server", 100)}
                 | {h.ref for h in r.vector_search(scope, e, 100)} | set(r.fetch(scope, [old, new, gone])))
     assert seen == {new}
-    for driver in ("baseline", "graph", "keyword"):
+    for driver in ("baseline", "fusion", "graph", "keyword"):
         assert [h.ref for h in kernel.search("acme/eng", "build server password", driver=driver).hits] == [new]
 
 

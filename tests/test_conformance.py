@@ -10,7 +10,7 @@ from halomem.conformance import CHECK_IDS, load_driver
 from halomem.conformance.fixture import FIXTURE_SHA256, fixture_path, load_fixture
 from halomem.errors import ConfigError, DriverError
 
-BUILTINS = ("baseline", "graph", "keyword")
+BUILTINS = ("baseline", "fusion", "graph", "keyword")
 
 
 @pytest.mark.parametrize("name", BUILTINS)

@@ -9,7 +9,7 @@ from halomem.errors import DriverError
 from halomem.index import Scope
 from halomem.types import Namespace, RetrieverQuery, ScoredRef, estimate_tokens
 
-DRIVERS = ("baseline", "graph", "keyword")
+DRIVERS = ("baseline", "fusion", "graph", "keyword")
 
 
 @pytest.fixture()

@@ -39,7 +39,7 @@ def _finish(result: dict, as_json: bool) -> None:
 def quality(dataset: str = typer.Option("locomo", help="locomo, or beir (with --path to the collection)."),
             path: Optional[Path] = typer.Option(None, help="Data file (LoCoMo JSON) or BEIR folder."),
             embedder: List[str] = typer.Option(["hash"], "--embedder", help="Repeatable: hash, minilm."),
-            driver: List[str] = typer.Option(["baseline", "graph", "keyword"], "--driver", help="Repeatable."),
+            driver: List[str] = typer.Option(["baseline", "fusion", "graph", "keyword"], "--driver", help="Repeatable."),
             conversations: Optional[int] = typer.Option(None, help="Only the first N LoCoMo conversations."),
             out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
     """R@5, R@10, nDCG@10, MRR@10 per driver, group and embedder."""
@@ -59,7 +59,7 @@ def quality(dataset: str = typer.Option("locomo", help="locomo, or beir (with --
 
 @app.command()
 def latency(memories: str = typer.Option("10000,100000", help="Comma-separated corpus sizes."),
-            driver: List[str] = typer.Option(["baseline", "graph", "keyword"], "--driver"),
+            driver: List[str] = typer.Option(["baseline", "fusion", "graph", "keyword"], "--driver"),
             queries: int = typer.Option(100, help="Probe queries per size."),
             out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
     """plan() p50/p95/p99 per driver vs the raw HNSW + GIN floor."""
