@@ -49,14 +49,14 @@ def bar_plot(path: Path, title: str, groups: dict[str, dict[str, float]], ylabel
     if plt is None:
         return None
     labels = sorted({x for values in groups.values() for x in values})
-    fig, ax = plt.subplots(figsize=(max(6, len(labels) * 1.2), 4))
+    fig, ax = plt.subplots(figsize=(max(8, len(labels) * 2.2), 4.5))
     width = 0.8 / max(1, len(groups))
     for i, (series, values) in enumerate(sorted(groups.items())):
         ax.bar([j + i * width for j in range(len(labels))], [values.get(x, 0) for x in labels], width, label=series)
     ax.set_xticks([j + width * (len(groups) - 1) / 2 for j in range(len(labels))], labels, rotation=20)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
