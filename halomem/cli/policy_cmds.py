@@ -8,7 +8,6 @@ import typer
 import yaml
 
 from ..errors import InvalidInputError
-from ..kernel import namespace
 from .common import JsonOption, NsOption, emit_json, kernel, ns_required, out
 
 app = typer.Typer(no_args_is_help=True, help="Per-namespace retriever routing.")
@@ -63,6 +62,8 @@ def policy_import(path: Path, as_json: bool = JsonOption) -> None:
         raise InvalidInputError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
         raise InvalidInputError(f"{path}: expected a mapping of namespace -> policy")
+    from ..kernel import namespace
+
     parsed = [(namespace(str(ns)), parse_policy(p)) for ns, p in data.items()]
     k = kernel()
     for ns, policy in parsed:
