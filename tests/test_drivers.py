@@ -178,3 +178,17 @@ def test_entry_point_drivers_are_mounted(kernel, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     kernel._mount_entry_points()
     assert "echoer" in kernel.registry.names() and "broken" not in kernel.registry.names()
+
+
+@pytest.mark.parametrize("query", ["", "  \n ", "nul\x00byte", "bell\x07", "x" * 4097])
+def test_bad_queries_are_refused_before_any_driver_runs(kernel, query):
+    from halomem.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError):
+        kernel.search("acme", query)
+    assert kernel.audit_tail(5) == []
+
+
+def test_unicode_query_is_fine(kernel):
+    made = kernel.remember("acme", "Zoë's café serves crème brûlée")
+    assert kernel.search("acme", "café crème brûlée").hits[0].ref == made.id

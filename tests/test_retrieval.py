@@ -35,6 +35,7 @@ def test_hash_embedder_is_deterministic_normalized_and_semantic_enough():
 
 def test_tokenize_stem_and_word_boundaries():
     assert terms("Hello, WORLD-42!") == ["hello", "world", "42"] and stem("burns") == "burn"
+    assert terms("Zoë's café | naïve & (x:*) 東京") == ["zoë", "s", "café", "naïve", "x", "東京"]
     pat = word_boundary_pattern("Ann")
     assert pat.search("ask ann.") and pat.search("ANN") and not pat.search("planning") and not pat.search("Annie")
     assert word_boundary_pattern("C++").search("we use c++ daily") and not word_boundary_pattern("C++").search("c++x")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-_TOKEN = re.compile(r"[a-z0-9]+")
+_TOKEN = re.compile(r"[^\W_]+")  # runs of letters and digits, any script; never tsquery syntax
 
 STOPWORDS = frozenset(
     "a an and are as at be but by did do does for from had has have he her his how i if in into is it its"
@@ -14,7 +14,7 @@ STOPWORDS = frozenset(
 
 
 def terms(text: str) -> list[str]:
-    """Lower-cased alphanumeric runs, in order (duplicates kept)."""
+    """Lower-cased runs of letters and digits (any script), in order (duplicates kept)."""
     return _TOKEN.findall(text.lower())
 
 

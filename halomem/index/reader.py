@@ -37,7 +37,7 @@ _ROW_COLUMNS = [memories.c[name] for name in MemoryRow.__dataclass_fields__]
 
 
 def or_tsquery(text: str) -> sa.ColumnElement[Any] | None:
-    """A tsquery matching any query term (terms are [a-z0-9]+, so no tsquery syntax gets through)."""
+    """A tsquery matching any query term (terms are letters and digits only: no tsquery syntax)."""
     words = list(dict.fromkeys(terms(text)))[:MAX_QUERY_TERMS]
     if not words:
         return None
