@@ -31,7 +31,7 @@ new=$(halomem supersede --ns acme/eng "$old" "On-call rotation for the platform 
 halomem search --ns acme/eng "on-call rotation handover" --k 2
 halomem history --ns acme/eng "$new"
 
-say "policy routing: acme/eng ranks with the graph driver (entity fan-out); acme/sales inherits baseline"
+say "policy routing: acme/eng ranks with graph (entity fan-out), acme/eng/infra inherits it, acme/sales splits A/B"
 halomem policy set --ns acme/eng --retriever graph
 halomem search --ns acme/eng "what did Priya decide" --k 3
 halomem policy show --ns acme/eng/infra

@@ -71,7 +71,10 @@ def register(app: typer.Typer) -> None:
         if as_json:
             emit_json(chain)
             return
-        table = Table("id", "valid from", "valid to", "state", "content")
+        table = Table()
+        for name in ("id", "valid from", "valid to", "state"):
+            table.add_column(name, no_wrap=True)
+        table.add_column("content", ratio=1)
         for row in chain:
             state = "erased" if row.erased_at else ("current" if row.t_valid_to is None else "superseded")
             table.add_row(row.id, f"{row.t_valid_from:%Y-%m-%d %H:%M:%S}",
