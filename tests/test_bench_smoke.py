@@ -64,6 +64,8 @@ def test_latency_ingest_and_cli_smoke(tmp_path):
 
     lat = run_latency([400], ["baseline", "graph"], tmp_path, query_count=10)
     assert set(lat["results"][0]["drivers"]) == {"baseline", "graph"} and lat["results"][0]["floor"]["p95"] > 0
+    deferred = run_latency([300], ["baseline"], tmp_path / "deferred", query_count=5, build_index_after=1)
+    assert deferred["results"][0]["drivers"]["baseline"]["p95"] > 0  # the index-after-load path works
     ing = run_ingest(300, ["hash"], tmp_path)
     assert ing["results"][0]["ingest_per_s"] > 0 and ing["results"][0]["raw_copy_per_s"] > 0
     cli = run_cli(1, tmp_path)
