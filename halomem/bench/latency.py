@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ..db.migrations import create_vector_index, drop_vector_index
 from ..drivers.view import build_scoped_view
 from ..index import Scope
 from ..types import Namespace, RetrieverQuery
@@ -15,7 +16,6 @@ from .synthetic import corpus, queries
 
 INGEST_CHUNK = 50_000
 BUILD_INDEX_AFTER = 200_000  # from this size the HNSW index is built after the load, as a bulk restore would
-HNSW_DDL = "CREATE INDEX memories_embedding_idx ON memories USING hnsw (embedding vector_cosine_ops)"
 
 
 def _pcts(ms: list[float]) -> dict[str, float]:
@@ -41,8 +41,8 @@ def measure(kernel, drivers: Sequence[str], probes: list[tuple[str, str]], k: in
                 driver.plan(RetrieverQuery(text, view, 2000, k))
                 per_driver[name].append((time.perf_counter() - started) * 1000)
     floor = _pcts(floor_ms)
-    return {"floor": floor,
-            "drivers": {d: {**_pcts(ms), "ratio_p95": _pcts(ms)["p95"] / floor["p95"]} for d, ms in per_driver.items()}}
+    stats = {d: _pcts(ms) for d, ms in per_driver.items()}
+    return {"floor": floor, "drivers": {d: {**p, "ratio_p95": p["p95"] / floor["p95"]} for d, p in stats.items()}}
 
 
 def run_latency(sizes: Sequence[int], drivers: Sequence[str], out_dir: Path, query_count: int = 100,
@@ -54,15 +54,13 @@ def run_latency(sizes: Sequence[int], drivers: Sequence[str], out_dir: Path, que
             deferred = n >= build_index_after
             if deferred:
                 with kernel.engine.begin() as conn:
-                    conn.exec_driver_sql("DROP INDEX memories_embedding_idx")
+                    drop_vector_index(conn)
             for ns, texts in corpus(n).items():
                 for i in range(0, len(texts), INGEST_CHUNK):
                     kernel.ingest_texts(ns, texts[i:i + INGEST_CHUNK], label="bench:latency")
             with kernel.engine.begin() as conn:
                 if deferred:
-                    conn.exec_driver_sql("SET LOCAL maintenance_work_mem = '4GB'")
-                    conn.exec_driver_sql("SET LOCAL max_parallel_maintenance_workers = 1")
-                    conn.exec_driver_sql(HNSW_DDL)
+                    create_vector_index(conn, maintenance_work_mem="4GB")
             with kernel.engine.connect() as conn:
                 conn.exec_driver_sql("ANALYZE")
             load_s = time.perf_counter() - started

@@ -16,6 +16,20 @@ from .schema import meta, metadata
 MIGRATION_LOCK = 0x6A10_0001
 
 
+VECTOR_INDEX = "memories_embedding_idx"
+
+
+def create_vector_index(conn: Connection, maintenance_work_mem: str | None = None) -> None:
+    """The HNSW index over memory vectors (cosine). A bulk restore may build it after the load."""
+    if maintenance_work_mem:
+        conn.exec_driver_sql(f"SET LOCAL maintenance_work_mem = '{maintenance_work_mem}'")
+    conn.exec_driver_sql(f"CREATE INDEX {VECTOR_INDEX} ON memories USING hnsw (embedding vector_cosine_ops)")
+
+
+def drop_vector_index(conn: Connection) -> None:
+    conn.exec_driver_sql(f"DROP INDEX {VECTOR_INDEX}")
+
+
 def _v1_initial(conn: Connection, dim: int) -> None:
     conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS vector")
     metadata.create_all(conn)
@@ -26,7 +40,6 @@ def _v1_initial(conn: Connection, dim: int) -> None:
         "CREATE INDEX memories_live_ns_idx ON memories (namespace, t_valid_from DESC)"
         " WHERE t_valid_to IS NULL AND erased_at IS NULL",
         "CREATE INDEX memories_tsv_idx ON memories USING gin (content_tsv)",
-        "CREATE INDEX memories_embedding_idx ON memories USING hnsw (embedding vector_cosine_ops)",
         # at most one successor per row: a chain can never fork into two valid heads
         "CREATE UNIQUE INDEX memories_one_successor_idx ON memories (supersedes) WHERE supersedes IS NOT NULL",
         "CREATE INDEX concepts_tsv_idx ON concepts USING gin (content_tsv)",
@@ -35,6 +48,7 @@ def _v1_initial(conn: Connection, dim: int) -> None:
         "CREATE INDEX mentions_entity_idx ON mentions (entity_id)",
     ):
         conn.exec_driver_sql(ddl)
+    create_vector_index(conn)
 
 
 READER_ROLE = "halomem_reader"
