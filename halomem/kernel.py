@@ -273,11 +273,13 @@ class Kernel:
               budget: int) -> "Planned":
         """Run the driver over a fresh view; DriverUnavailableError re-plans with baseline."""
         with DriverWarnings() as warned:
-            view = build_scoped_view(reader, scope, self.embedder)
+            def run(d: RetrieverDriver, note: str | None) -> Planned:
+                view = build_scoped_view(reader, scope, self.embedder)
+                refs = d.plan(RetrieverQuery(query=query, view=view, token_budget=budget, k=k))
+                return Planned(self._checked(d.name, refs), d.name, admitted_refs(view), note, warned.messages)
+
             try:
-                refs = driver.plan(RetrieverQuery(query=query, view=view, token_budget=budget, k=k))
-                return Planned(self._checked(driver.name, refs), driver.name, admitted_refs(view), None,
-                               warned.messages)
+                return run(driver, None)
             except DriverUnavailableError as exc:
                 if driver.name == DriverRegistry.FALLBACK:
                     raise DriverError(f"baseline driver unavailable: {exc}") from None
@@ -286,11 +288,7 @@ class Kernel:
                 raise
             except Exception as exc:
                 raise DriverError(f"driver {driver.name!r} failed: {type(exc).__name__}: {exc}") from None
-            baseline = self.registry.get(DriverRegistry.FALLBACK)
-            view = build_scoped_view(reader, scope, self.embedder)
-            refs = baseline.plan(RetrieverQuery(query=query, view=view, token_budget=budget, k=k))
-            return Planned(self._checked(baseline.name, refs), baseline.name, admitted_refs(view), note,
-                           warned.messages)
+            return run(self.registry.get(DriverRegistry.FALLBACK), note)
 
     @staticmethod
     def _checked(name: str, refs: object) -> list[ScoredRef]:

@@ -178,8 +178,7 @@ class _Scanner(ast.NodeVisitor):
                 attr = name_arg.value
                 if attr.startswith("_") or attr in FRAME_ATTRS or attr in FORBIDDEN_NAMES:
                     self.flag(node, f"{fname}(..., {attr!r}) reaches behind an interface")
-        if fname == "open" and node.args and not isinstance(node.args[0], ast.Constant):
-            pass  # reading files is allowed; literal paths into the data dir are caught as strings
+        # open() itself is allowed; literal paths into the data dir are caught as strings
         self.generic_visit(node)
 
     # every string literal --------------------------------------------------------------------

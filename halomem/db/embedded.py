@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
 import shutil
 import tempfile
 import warnings
@@ -52,14 +51,16 @@ def prepare_home(home: Path) -> Path:
     return home / PGDATA
 
 
-def _pid_alive(pid: int) -> bool:
+def _process_gone(pid: int) -> bool:
+    """Dead, or a zombie nobody reaped (a crashed server whose parent was killed too)."""
+    import psutil
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return True
-    return True
+    except psutil.AccessDenied:  # somebody else's live process
+        return False
 
 
 def prune_dead_pids(pgdata: Path) -> list[int]:
@@ -69,20 +70,10 @@ def prune_dead_pids(pgdata: Path) -> list[int]:
         pids = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
-    alive = [p for p in pids if isinstance(p, int) and _pid_alive(p)]
+    alive = [p for p in pids if isinstance(p, int) and not _process_gone(p)]
     if alive != pids:
         path.write_text(json.dumps(alive), encoding="utf-8")
     return alive
-
-
-def _process_gone(pid: int) -> bool:
-    """Dead, or a zombie nobody reaped (a crashed server whose parent was killed too)."""
-    import psutil
-
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
 
 
 def _lock_owner_gone(lock: Path) -> bool:

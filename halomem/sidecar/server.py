@@ -61,6 +61,7 @@ class Coalescer:
             future = self._recent.get(request_id) if request_id else None
             owner = future is None
             if owner:
+                self.stats.computed += 1
                 future = Future()
                 if request_id:
                     self._recent[request_id] = future
@@ -70,7 +71,6 @@ class Coalescer:
                 self.stats.coalesced += 1
         if owner:
             try:
-                self.stats.computed += 1
                 future.set_result(compute())
             except Exception as exc:  # the waiting retry sees the same failure
                 future.set_exception(exc)

@@ -57,8 +57,9 @@ class Writer:
                  ) -> tuple[str, str | None, dict[str, Any], list[float]]:
         """Validate a new row's fields and embed it, before any transaction opens."""
         content, source = check_content(content), check_source(source)
+        provenance = check_provenance(provenance)
         [embedding] = self.embedder.embed([content])
-        return content, source, check_provenance(provenance), embedding
+        return content, source, provenance, embedding
 
     def _insert(self, conn: Connection, ns: Namespace, memory_id: str, content: str, embedding: Sequence[float],
                 source: str | None, provenance: dict[str, Any], supersedes: str | None) -> None:
