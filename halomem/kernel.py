@@ -200,12 +200,20 @@ class Kernel:
         return IngestReport(written=len(ids), skipped=bad, ids=ids)
 
     def ingest_texts(self, ns: str | Namespace, texts: Sequence[str], *, source: str | None = None,
-                     label: str = "api") -> list[str]:
-        """Bulk-write already-validated texts (benchmarks, fixtures) through the same COPY path."""
+                     sources: Sequence[str | None] | None = None, label: str = "api") -> list[str]:
+        """Bulk-write texts (benchmarks, fixtures) through the same validated COPY path.
+
+        ``source`` applies to every text; ``sources`` gives one per text instead.
+        """
         from .write.ingest import ParsedRow
         from .write.validate import check_content, check_source
 
-        rows = [ParsedRow(i, check_content(t), check_source(source), {}) for i, t in enumerate(texts, 1)]
+        if sources is None:
+            sources = [source] * len(texts)
+        elif source is not None or len(sources) != len(texts):
+            raise InvalidInputError("ingest_texts: give either one source or one per text")
+        rows = [ParsedRow(i, check_content(t), check_source(src), {})
+                for i, (t, src) in enumerate(zip(texts, sources), 1)]
         return bulk_insert(self.engine, self.embedder, namespace(ns), rows, label=label)
 
     def add_entity(self, ns: str | Namespace, name: str, aliases: Sequence[str] = ()) -> tuple[int, int]:

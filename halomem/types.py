@@ -82,6 +82,7 @@ def estimate_tokens(text: str) -> int:
 class Candidate:
     ref: str
     content: str
+    source: str | None = None  # where the memory came from (a session, a document); optional context
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class VectorHit:
     ref: str
     content: str
     score: float  # cosine similarity
+    source: str | None = None
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single
 class Doc:
     id: str
     text: str
+    source: str | None = None  # stored as the memory's source (LoCoMo: the conversation session)
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def load_locomo(path: Path, limit_conversations: int | None = None) -> Dataset:
                     text += f" (shares a photo: {turn['blip_caption']})"
                 dia = normalize_evidence([turn["dia_id"]])
                 if dia:
-                    docs.append(Doc(dia.pop(), text))
+                    docs.append(Doc(dia.pop(), text, f"locomo:{conv['sample_id']}/session_{session}"))
             session += 1
         ds.docs[ns] = docs
         ds.entities[ns] = [c["speaker_a"], c["speaker_b"]]

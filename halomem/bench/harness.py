@@ -37,7 +37,7 @@ def load(kernel, ds: Dataset, progress: Callable[[str], None] = lambda m: None) 
     """Bulk-ingest every namespace; returns memory id -> dataset doc id."""
     to_doc: dict[str, str] = {}
     for ns, docs in ds.docs.items():
-        ids = kernel.ingest_texts(ns, [d.text for d in docs], label=f"bench:{ds.name}")
+        ids = kernel.ingest_texts(ns, [d.text for d in docs], sources=[d.source for d in docs], label=f"bench:{ds.name}")
         to_doc.update(zip(ids, (d.id for d in docs)))
         for name in ds.entities.get(ns, []):
             kernel.add_entity(ns, name)

@@ -1,4 +1,8 @@
-"""bench latency: plan() p50/p95/p99 per driver against the floor (raw HNSW + raw GIN probes)."""
+"""bench latency: plan() p50/p95/p99 per driver against the floor.
+
+The floor is the raw index work any driver needs: the HNSW probe (vector_search, k=30) plus the raw
+GIN probe (ids matching any query term, unranked, limit 500), through the same ACL predicate.
+"""
 from __future__ import annotations
 
 import statistics
@@ -31,7 +35,7 @@ def measure(kernel, drivers: Sequence[str], probes: list[tuple[str, str]], k: in
         with kernel.index.reader() as reader:
             started = time.perf_counter()
             reader.vector_search(scope, embedding, max(3 * k, 20))
-            reader.lexical_candidates(scope, text, 500)
+            reader.lexical_probe(scope, text, 500)
             floor_ms.append((time.perf_counter() - started) * 1000)
         for name in drivers:
             driver = kernel.registry.get(name)
@@ -61,8 +65,8 @@ def run_latency(sizes: Sequence[int], drivers: Sequence[str], out_dir: Path, que
             with kernel.engine.begin() as conn:
                 if deferred:
                     create_vector_index(conn, maintenance_work_mem="4GB")
-            with kernel.engine.connect() as conn:
-                conn.exec_driver_sql("ANALYZE")
+            with kernel.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.exec_driver_sql("ANALYZE")  # planner statistics for the fresh table (kept: autocommit)
             load_s = time.perf_counter() - started
             progress(f"{n} memories loaded in {load_s:.1f}s")
             probes = queries(query_count)

@@ -16,6 +16,11 @@ from .acl import Scope, visible
 
 MAX_QUERY_TERMS = 64
 MAX_FACTS_PER_HOP = 200
+# Bound on the rows one lexical call ranks: ranking every match of common words over a million rows
+# took seconds (docs/bench). Each namespace of the caller's lineage contributes its newest rows
+# matching any query term, up to an equal share of the cap, and rows holding *every* term are always
+# added. While no namespace exceeds its share the pool is exact: every visible match is ranked.
+LEXICAL_RANK_CAP = 4000
 
 
 @dataclass(frozen=True)
@@ -36,12 +41,19 @@ class MemoryRow:
 _ROW_COLUMNS = [memories.c[name] for name in MemoryRow.__dataclass_fields__]
 
 
+def query_terms(text: str) -> list[str]:
+    """Distinct query terms, letters and digits only (so no tsquery syntax can get through)."""
+    return list(dict.fromkeys(terms(text)))[:MAX_QUERY_TERMS]
+
+
+def _tsquery(words: list[str], operator: str) -> sa.ColumnElement[Any]:
+    return sa.func.to_tsquery(sa.literal_column(f"'{TEXT_SEARCH_CONFIG}'"), f" {operator} ".join(words))
+
+
 def or_tsquery(text: str) -> sa.ColumnElement[Any] | None:
-    """A tsquery matching any query term (terms are letters and digits only: no tsquery syntax)."""
-    words = list(dict.fromkeys(terms(text)))[:MAX_QUERY_TERMS]
-    if not words:
-        return None
-    return sa.func.to_tsquery(sa.literal_column(f"'{TEXT_SEARCH_CONFIG}'"), " | ".join(words))
+    """A tsquery matching any query term."""
+    words = query_terms(text)
+    return _tsquery(words, "|") if words else None
 
 
 class IndexReader:
@@ -52,19 +64,42 @@ class IndexReader:
 
     # --- L2 memories -------------------------------------------------------------------------
     def candidates(self, scope: Scope, limit: int) -> list[Candidate]:
-        stmt = (sa.select(memories.c.id, memories.c.content).where(visible(memories, scope))
+        stmt = (sa.select(memories.c.id, memories.c.content, memories.c.source).where(visible(memories, scope))
                 .order_by(memories.c.t_valid_from.desc(), memories.c.id).limit(max(0, limit)))
-        return [Candidate(r.id, r.content) for r in self.conn.execute(stmt)]
+        return [Candidate(r.id, r.content, r.source) for r in self.conn.execute(stmt)]
 
     def lexical_candidates(self, scope: Scope, query: str, limit: int) -> list[Candidate]:
-        tsq = or_tsquery(query)
-        if tsq is None or limit <= 0:
+        words = query_terms(query)
+        if not words or limit <= 0:
             return []
-        rank = sa.func.ts_rank_cd(memories.c.content_tsv, tsq)
-        stmt = (sa.select(memories.c.id, memories.c.content)
-                .where(visible(memories, scope), memories.c.content_tsv.op("@@")(tsq))
-                .order_by(rank.desc(), memories.c.id).limit(limit))
-        return [Candidate(r.id, r.content) for r in self.conn.execute(stmt)]
+        any_term, every_term = _tsquery(words, "|"), _tsquery(words, "&")
+        tsv = memories.c.content_tsv
+        rank = sa.func.ts_rank_cd(tsv, any_term).label("rank")
+        lineage = scope.namespace.lineage()
+        share = -(-LEXICAL_RANK_CAP // len(lineage))
+
+        def matching(tsq: sa.ColumnElement[Any], *narrower: sa.ColumnElement[bool]) -> sa.Select[Any]:
+            return (sa.select(memories.c.id, memories.c.content, memories.c.source, rank)
+                    .where(visible(memories, scope), tsv.op("@@")(tsq), *narrower))
+
+        # bounded work (see LEXICAL_RANK_CAP): every row holding all terms, plus the newest rows
+        # holding any term, an equal share from each visible namespace
+        branches = [matching(any_term, memories.c.namespace == ns).order_by(memories.c.t_valid_from.desc()).limit(share)
+                    for ns in lineage]
+        if len(words) > 1:
+            branches.append(matching(every_term).limit(LEXICAL_RANK_CAP))
+        matched = sa.union(*branches).subquery("matched")
+        stmt = sa.select(matched).order_by(matched.c.rank.desc(), matched.c.id).limit(limit)
+        return [Candidate(r.id, r.content, r.source) for r in self.conn.execute(stmt)]
+
+    def lexical_probe(self, scope: Scope, query: str, limit: int) -> list[str]:
+        """The raw GIN probe: ids of rows matching any query term, unranked (the benchmarks' floor)."""
+        any_term = or_tsquery(query)
+        if any_term is None or limit <= 0:
+            return []
+        stmt = (sa.select(memories.c.id)
+                .where(visible(memories, scope), memories.c.content_tsv.op("@@")(any_term)).limit(limit))
+        return list(self.conn.execute(stmt).scalars())
 
     def vector_search(self, scope: Scope, embedding: Sequence[float], k: int) -> list[VectorHit]:
         if k <= 0:
@@ -72,10 +107,10 @@ class IndexReader:
         # keep scanning the HNSW graph until k rows pass the ACL filter (pgvector >= 0.8)
         self.conn.exec_driver_sql("SET LOCAL hnsw.iterative_scan = strict_order")
         distance = memories.c.embedding.cosine_distance(list(embedding))
-        stmt = (sa.select(memories.c.id, memories.c.content, distance.label("d"))
+        stmt = (sa.select(memories.c.id, memories.c.content, memories.c.source, distance.label("d"))
                 .where(visible(memories, scope), memories.c.embedding.is_not(None))
                 .order_by(distance, memories.c.id).limit(k))
-        return [VectorHit(r.id, r.content, 1.0 - float(r.d)) for r in self.conn.execute(stmt)]
+        return [VectorHit(r.id, r.content, 1.0 - float(r.d), r.source) for r in self.conn.execute(stmt)]
 
     def fetch(self, scope: Scope, ids: Sequence[str], *, live: bool = True) -> dict[str, MemoryRow]:
         if not ids:

@@ -1,6 +1,7 @@
 """Gathering what a driver ranks: the lexical pool and the vector lane, both from the view."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..types import ScopedView
@@ -8,20 +9,38 @@ from ..types import ScopedView
 CANDIDATE_LIMIT = 500
 
 
-def gather(view: ScopedView, query: str, vector_k: int, candidate_limit: int = CANDIDATE_LIMIT,
-           embedding: Sequence[float] | None = None) -> tuple[dict[str, str], dict[str, float]]:
-    """(ref -> content of every admitted row, ref -> cosine of the vector lane's rows).
+@dataclass
+class Pool:
+    """Everything one plan() call may rank: admitted refs with their content, cosine and source."""
+
+    content: dict[str, str] = field(default_factory=dict)
+    cosine: dict[str, float] = field(default_factory=dict)  # only the vector lane's rows
+    source: dict[str, str | None] = field(default_factory=dict)
+
+
+def gather_pool(view: ScopedView, query: str, vector_k: int, candidate_limit: int = CANDIDATE_LIMIT,
+                embedding: Sequence[float] | None = None) -> Pool:
+    """The lexical pool plus the vector lane.
 
     The pool comes from lexical_candidates when the host offers it (query-selective over the
     full corpus), else from the bounded candidates() window.
     """
     lexical = getattr(view, "lexical_candidates", None)
-    pool = lexical(query, candidate_limit) if lexical else view.candidates(candidate_limit)
-    allowed = {c.ref: c.content for c in pool}
+    pool = Pool()
+    for c in lexical(query, candidate_limit) if lexical else view.candidates(candidate_limit):
+        pool.content[c.ref] = c.content
+        pool.source[c.ref] = getattr(c, "source", None)  # hosts built against v1 may not send it
     if embedding is None:
         [embedding] = view.embed([query])
-    cosine: dict[str, float] = {}
     for hit in view.vector_search(embedding, vector_k):
-        allowed.setdefault(hit.ref, hit.content)
-        cosine[hit.ref] = max(cosine.get(hit.ref, 0.0), hit.score)
-    return allowed, cosine
+        pool.content.setdefault(hit.ref, hit.content)
+        pool.source.setdefault(hit.ref, getattr(hit, "source", None))
+        pool.cosine[hit.ref] = max(pool.cosine.get(hit.ref, 0.0), hit.score)
+    return pool
+
+
+def gather(view: ScopedView, query: str, vector_k: int, candidate_limit: int = CANDIDATE_LIMIT,
+           embedding: Sequence[float] | None = None) -> tuple[dict[str, str], dict[str, float]]:
+    """(ref -> content of every admitted row, ref -> cosine of the vector lane's rows)."""
+    pool = gather_pool(view, query, vector_k, candidate_limit, embedding)
+    return pool.content, pool.cosine
