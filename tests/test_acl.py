@@ -78,3 +78,21 @@ def test_history_keeps_chain_but_respects_namespace(kernel):
         kernel.history("acme/sales", new)
     with pytest.raises(NotFoundError):
         kernel.history("acme", new)  # a parent does not see its descendants
+
+
+def test_within_narrows_to_one_lineage_namespace_and_never_widens(kernel, tree):
+    import sqlalchemy as sa
+
+    from halomem.db.schema import memories
+    from halomem.index.acl import visible
+
+    scope = Scope(Namespace("acme/eng"))
+
+    def ids(within):
+        with kernel.engine.connect() as conn:
+            return set(conn.execute(sa.select(memories.c.id).where(visible(memories, scope, within=within))).scalars())
+
+    assert ids("acme") == {tree["acme"]}
+    assert ids("acme/eng") == {tree["acme/eng"]}
+    for outside in ("acme/eng/infra", "acme/sales", "globex", "acme-eng", ""):
+        assert ids(outside) == set()  # a descendant, sibling or stranger: nothing, not its rows

