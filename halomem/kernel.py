@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from . import audit
 from .config import Settings, load_settings
 from .db.engine import make_engine, make_reader_engine
+from .db import migrations
 from .db.migrations import READER_ROLE, migrate
 from .drivers import DriverRegistry, DriverUnavailableError
 from .drivers.baseline import BaselineDriver
@@ -366,3 +367,17 @@ class Kernel:
     def audit_verify(self) -> audit.VerifyResult:
         with self.engine.connect() as conn:
             return audit.verify(conn)
+
+    # --- namespace indexes (see db.migrations.create_namespace_indexes) ---------------------
+    def index_namespace(self, ns: str | Namespace) -> bool:
+        """Give one large namespace its own partial HNSW and GIN indexes; False if it had them."""
+        with self.engine.begin() as conn:
+            return migrations.create_namespace_indexes(conn, namespace(ns))
+
+    def drop_namespace_index(self, ns: str | Namespace) -> bool:
+        with self.engine.begin() as conn:
+            return migrations.drop_namespace_indexes(conn, namespace(ns))
+
+    def namespace_indexes(self) -> list[str]:
+        with self.engine.connect() as conn:
+            return migrations.namespace_indexes(conn)

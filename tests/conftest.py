@@ -54,6 +54,8 @@ def booted(settings: Settings) -> Kernel:
 def kernel(booted: Kernel) -> Kernel:
     with booted.engine.begin() as conn:
         conn.exec_driver_sql(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE")
+    for ns in booted.namespace_indexes():
+        booted.drop_namespace_index(ns)
     for name in set(booted.registry.names()) - BUILTIN_DRIVERS:
         booted.registry.unmount(name)
     return booted

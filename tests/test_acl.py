@@ -96,3 +96,5 @@ def test_within_narrows_to_one_lineage_namespace_and_never_widens(kernel, tree):
     assert ids("acme/eng") == {tree["acme/eng"]}
     for outside in ("acme/eng/infra", "acme/sales", "globex", "acme-eng", ""):
         assert ids(outside) == set()  # a descendant, sibling or stranger: nothing, not its rows
+    assert ids(["acme", "acme/sales", "acme/eng/infra"]) == {tree["acme"]}  # only the lineage's part counts
+    assert ids(["globex", "acme/sales"]) == set()

@@ -9,8 +9,8 @@ import typer
 from typer.exceptions import Abort, Exit, TyperException
 
 from ..errors import EXIT_CODES, DatabaseUnavailableError, HalomemError
-from . import (audit_cmds, bench_cmds, conformance_cmds, db_cmds, graph_cmds, memory_cmds, policy_cmds, search_cmds,
-               sidecar_cmds)
+from . import (audit_cmds, bench_cmds, conformance_cmds, db_cmds, graph_cmds, index_cmds, memory_cmds, policy_cmds,
+               search_cmds, sidecar_cmds)
 from .common import err, setup_logging
 
 app = typer.Typer(
@@ -26,6 +26,7 @@ app.add_typer(graph_cmds.concept_app, name="concept")
 app.add_typer(policy_cmds.app, name="policy")
 app.add_typer(audit_cmds.app, name="audit")
 app.add_typer(db_cmds.app, name="db")
+app.add_typer(index_cmds.app, name="index")
 app.add_typer(search_cmds.drivers_app, name="drivers")
 app.add_typer(sidecar_cmds.app, name="sidecar")
 app.add_typer(bench_cmds.app, name="bench")

@@ -11,7 +11,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..errors import ConfigError
-from .schema import meta, metadata
+from ..types import Namespace
+from .schema import NAMESPACE_INDEX_COMMENT, meta, metadata, namespace_index_names
 
 MIGRATION_LOCK = 0x6A10_0001
 
@@ -28,6 +29,51 @@ def create_vector_index(conn: Connection, maintenance_work_mem: str | None = Non
 
 def drop_vector_index(conn: Connection) -> None:
     conn.exec_driver_sql(f"DROP INDEX {VECTOR_INDEX}")
+
+
+# from about this many live rows a namespace's own indexes pay for their build and upkeep
+ADVISED_NAMESPACE_INDEX_ROWS = 50_000
+
+
+def create_namespace_indexes(conn: Connection, namespace: Namespace) -> bool:
+    """A namespace's own partial HNSW and GIN indexes over its live rows; False if they exist.
+
+    In a million-row store a caller's lineage is a small slice of the shared indexes: the HNSW probe
+    walks past everyone else's rows and the GIN probe decodes everyone's postings. Readers use these
+    indexes for the namespaces that have them (docs/bench/latency.md). Built in the caller's
+    transaction, so writes to memories wait for the build (seconds per 100k rows).
+    """
+    vec, tsv = namespace_index_names(namespace.path)
+    found = conn.exec_driver_sql(f"SELECT to_regclass('{vec}') IS NOT NULL AND to_regclass('{tsv}') IS NOT NULL")
+    if found.scalar():
+        return False
+    # a validated namespace holds only letters, digits, '-', '_', '.' and '/': a safe literal
+    live = f"namespace = '{namespace.path}' AND t_valid_to IS NULL AND erased_at IS NULL"
+    conn.exec_driver_sql("SET LOCAL maintenance_work_mem = '1GB'")
+    conn.exec_driver_sql(f"CREATE INDEX IF NOT EXISTS {vec} ON memories USING hnsw (embedding vector_cosine_ops)"
+                         f" WHERE {live}")
+    conn.exec_driver_sql(f"CREATE INDEX IF NOT EXISTS {tsv} ON memories USING gin (content_tsv) WHERE {live}")
+    for name in (vec, tsv):
+        conn.exec_driver_sql(f"COMMENT ON INDEX {name} IS '{NAMESPACE_INDEX_COMMENT}{namespace.path}'")
+    return True
+
+
+def drop_namespace_indexes(conn: Connection, namespace: Namespace) -> bool:
+    """Drop a namespace's own indexes; False if it had none."""
+    names = namespace_index_names(namespace.path)
+    existed = [conn.exec_driver_sql(f"SELECT to_regclass('{name}') IS NOT NULL").scalar() for name in names]
+    for name in names:
+        conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")
+    return any(existed)
+
+
+def namespace_indexes(conn: Connection) -> list[str]:
+    """The namespaces that have their own indexes (read back from the index comments)."""
+    rows = conn.exec_driver_sql(
+        "SELECT obj_description(c.oid, 'pg_class') FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid"
+        " WHERE starts_with(c.relname, 'memories_ns_vec_') AND i.indisvalid")
+    return sorted(text.removeprefix(NAMESPACE_INDEX_COMMENT) for (text,) in rows
+                  if text and text.startswith(NAMESPACE_INDEX_COMMENT))
 
 
 def _v1_initial(conn: Connection, dim: int) -> None:

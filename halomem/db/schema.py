@@ -1,6 +1,8 @@
 """Tables as SQLAlchemy Core objects. DDL lives in migrations; queries use these objects."""
 from __future__ import annotations
 
+import hashlib
+
 import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
@@ -82,3 +84,12 @@ policies = sa.Table(
     sa.Column("policy", JSONB, nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
 )
+
+
+NAMESPACE_INDEX_COMMENT = "halomem namespace index: "
+
+
+def namespace_index_names(namespace: str) -> tuple[str, str]:
+    """(HNSW, GIN) names of one namespace's own partial indexes (built by db.migrations)."""
+    digest = hashlib.sha1(namespace.encode("utf-8")).hexdigest()[:16]
+    return f"memories_ns_vec_{digest}", f"memories_ns_tsv_{digest}"

@@ -7,6 +7,7 @@ is scoped to sources, come from one of them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import sqlalchemy as sa
 
@@ -23,18 +24,23 @@ class Scope:
         return self.sources is not None
 
 
-def visible(table: sa.Table, scope: Scope, *, live: bool = True, within: str | None = None) -> sa.ColumnElement[bool]:
+def visible(table: sa.Table, scope: Scope, *, live: bool = True,
+            within: str | Sequence[str] | None = None) -> sa.ColumnElement[bool]:
     """WHERE clause admitting exactly the rows of ``table`` that ``scope`` may read.
 
     ``live=False`` keeps superseded and erased rows (for history views), never other namespaces.
-    ``within`` narrows to one namespace of the lineage (nothing, if it is not in it). It is spelled
-    as one equality rather than ANDed onto the lineage list, which the planner would count twice
-    and then underestimate the rows, picking sort-everything plans over index-order walks.
+    ``within`` narrows to some namespaces of the lineage; those outside it admit nothing. The
+    narrowing replaces the lineage list rather than being ANDed onto it: the planner would count
+    both and underestimate the rows (picking sort-everything plans over index-order walks), and a
+    single ``namespace = X`` is what lets it use that namespace's own partial indexes.
     """
     lineage = scope.namespace.lineage()
-    if within is not None and within not in lineage:
-        return sa.false()
-    namespace = table.c.namespace == within if within is not None else table.c.namespace.in_(lineage)
+    if within is not None:
+        wanted = {within} if isinstance(within, str) else set(within)
+        lineage = [ns for ns in lineage if ns in wanted]
+        if not lineage:
+            return sa.false()
+    namespace = table.c.namespace == lineage[0] if len(lineage) == 1 else table.c.namespace.in_(lineage)
     clauses: list[sa.ColumnElement[bool]] = [namespace]
     if live and "t_valid_to" in table.c:
         clauses += [table.c.t_valid_to.is_(None), table.c.erased_at.is_(None)]

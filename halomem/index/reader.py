@@ -9,7 +9,8 @@ from typing import Any, Iterator, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..db.schema import TEXT_SEARCH_CONFIG, concepts, entities, entity_aliases, memories, mentions
+from ..db.schema import (TEXT_SEARCH_CONFIG, concepts, entities, entity_aliases, memories, mentions,
+                         namespace_index_names)
 from ..embed.tokenize import terms, word_boundary_pattern
 from ..types import Candidate, EntityFact, ScoredRef, VectorHit, estimate_tokens
 from .acl import Scope, visible
@@ -61,6 +62,23 @@ class IndexReader:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        self._own_indexes: dict[str, bool] = {}
+
+    def _index_groups(self, scope: Scope) -> list[list[str]]:
+        """The caller's lineage split the way the indexes are: a group for each namespace with its
+        own partial indexes (db.migrations.create_namespace_indexes), one for the rest."""
+        lineage = scope.namespace.lineage()
+        unknown = [ns for ns in lineage if ns not in self._own_indexes]
+        if unknown:
+            names = {ns: namespace_index_names(ns) for ns in unknown}
+            found = set(self.conn.execute(
+                sa.text("SELECT c.relname FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid"
+                        " WHERE c.relname = ANY(:names) AND i.indisvalid"),
+                {"names": [n for pair in names.values() for n in pair]}).scalars())
+            self._own_indexes.update({ns: set(pair) <= found for ns, pair in names.items()})
+        own = [[ns] for ns in lineage if self._own_indexes[ns]]
+        rest = [ns for ns in lineage if not self._own_indexes[ns]]
+        return own + ([rest] if rest else [])
 
     # --- L2 memories -------------------------------------------------------------------------
     def candidates(self, scope: Scope, limit: int) -> list[Candidate]:
@@ -78,7 +96,7 @@ class IndexReader:
         lineage = scope.namespace.lineage()
         share = -(-LEXICAL_RANK_CAP // len(lineage))
 
-        def matching(tsq: sa.ColumnElement[Any], within: str | None = None) -> sa.Select[Any]:
+        def matching(tsq: sa.ColumnElement[Any], within: str | list[str]) -> sa.Select[Any]:
             return (sa.select(memories.c.id, memories.c.content, memories.c.source, rank)
                     .where(visible(memories, scope, within=within), tsv.op("@@")(tsq)))
 
@@ -87,7 +105,8 @@ class IndexReader:
         branches = [matching(any_term, within=ns).order_by(memories.c.t_valid_from.desc()).limit(share)
                     for ns in lineage]
         if len(words) > 1:
-            branches.append(matching(every_term).limit(LEXICAL_RANK_CAP))
+            branches += [matching(every_term, within=group).limit(LEXICAL_RANK_CAP)
+                         for group in self._index_groups(scope)]
         matched = sa.union(*branches).subquery("matched")
         stmt = sa.select(matched).order_by(matched.c.rank.desc(), matched.c.id).limit(limit)
         return [Candidate(r.id, r.content, r.source) for r in self.conn.execute(stmt)]
@@ -107,9 +126,15 @@ class IndexReader:
         # keep scanning the HNSW graph until k rows pass the ACL filter (pgvector >= 0.8)
         self.conn.exec_driver_sql("SET LOCAL hnsw.iterative_scan = strict_order")
         distance = memories.c.embedding.cosine_distance(list(embedding))
-        stmt = (sa.select(memories.c.id, memories.c.content, memories.c.source, distance.label("d"))
-                .where(visible(memories, scope), memories.c.embedding.is_not(None))
-                .order_by(distance, memories.c.id).limit(k))
+        # one probe per index group: a namespace with its own HNSW index is walked alone
+        probes = [sa.select(memories.c.id, memories.c.content, memories.c.source, distance.label("d"))
+                  .where(visible(memories, scope, within=group), memories.c.embedding.is_not(None))
+                  .order_by(distance, memories.c.id).limit(k) for group in self._index_groups(scope)]
+        if len(probes) == 1:
+            stmt = probes[0]
+        else:
+            nearest = sa.union_all(*probes).subquery("nearest")
+            stmt = sa.select(nearest).order_by(nearest.c.d, nearest.c.id).limit(k)
         return [VectorHit(r.id, r.content, 1.0 - float(r.d), r.source) for r in self.conn.execute(stmt)]
 
     def fetch(self, scope: Scope, ids: Sequence[str], *, live: bool = True) -> dict[str, MemoryRow]:
