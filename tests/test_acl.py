@@ -80,7 +80,7 @@ def test_history_keeps_chain_but_respects_namespace(kernel):
         kernel.history("acme", new)  # a parent does not see its descendants
 
 
-def test_within_narrows_to_one_lineage_namespace_and_never_widens(kernel, tree):
+def test_within_narrows_inside_the_lineage_and_never_widens(kernel, tree):
     import sqlalchemy as sa
 
     from halomem.db.schema import memories

@@ -92,7 +92,9 @@ class IndexReader:
             return []
         any_term, every_term = _tsquery(words, "|"), _tsquery(words, "&")
         tsv = memories.c.content_tsv
-        rank = sa.func.ts_rank_cd(tsv, any_term).label("rank")
+        # term-frequency rank, like the BM25 the drivers run on the pool (and 2.5x cheaper per row
+        # than cover density, which needs positions)
+        rank = sa.func.ts_rank(tsv, any_term).label("rank")
         lineage = scope.namespace.lineage()
         share = -(-LEXICAL_RANK_CAP // len(lineage))
 
