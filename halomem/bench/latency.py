@@ -63,8 +63,8 @@ def run_latency(sizes: Sequence[int], drivers: Sequence[str], out_dir: Path, que
             for ns, texts in docs.items():
                 for i in range(0, len(texts), INGEST_CHUNK):
                     kernel.ingest_texts(ns, texts[i:i + INGEST_CHUNK], label="bench:latency")
-            with kernel.engine.begin() as conn:
-                if deferred:
+            if deferred:
+                with kernel.engine.begin() as conn:
                     create_vector_index(conn, maintenance_work_mem="4GB")
             large = [ns for ns, texts in docs.items() if len(texts) >= ADVISED_NAMESPACE_INDEX_ROWS]
             for ns in large:  # as `halomem index create` would be run on them

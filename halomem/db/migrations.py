@@ -5,7 +5,7 @@ with that dimension, and opening the store with another embedder is a clear erro
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -31,6 +31,14 @@ def drop_vector_index(conn: Connection) -> None:
     conn.exec_driver_sql(f"DROP INDEX {VECTOR_INDEX}")
 
 
+def valid_indexes(conn: Connection, names: Sequence[str]) -> set[str]:
+    """Which of these indexes exist and are valid (namespace indexes are built in one transaction,
+    so they are either whole or absent)."""
+    found = conn.execute(sa.text("SELECT c.relname FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid"
+                                 " WHERE c.relname = ANY(:names) AND i.indisvalid"), {"names": list(names)})
+    return set(found.scalars())
+
+
 # from about this many live rows a namespace's own indexes pay for their build and upkeep
 ADVISED_NAMESPACE_INDEX_ROWS = 50_000
 
@@ -44,8 +52,7 @@ def create_namespace_indexes(conn: Connection, namespace: Namespace) -> bool:
     transaction, so writes to memories wait for the build (seconds per 100k rows).
     """
     vec, tsv = namespace_index_names(namespace.path)
-    found = conn.exec_driver_sql(f"SELECT to_regclass('{vec}') IS NOT NULL AND to_regclass('{tsv}') IS NOT NULL")
-    if found.scalar():
+    if valid_indexes(conn, [vec, tsv]) == {vec, tsv}:
         return False
     # a validated namespace holds only letters, digits, '-', '_', '.' and '/': a safe literal
     live = f"namespace = '{namespace.path}' AND t_valid_to IS NULL AND erased_at IS NULL"
@@ -61,10 +68,10 @@ def create_namespace_indexes(conn: Connection, namespace: Namespace) -> bool:
 def drop_namespace_indexes(conn: Connection, namespace: Namespace) -> bool:
     """Drop a namespace's own indexes; False if it had none."""
     names = namespace_index_names(namespace.path)
-    existed = [conn.exec_driver_sql(f"SELECT to_regclass('{name}') IS NOT NULL").scalar() for name in names]
+    existed = valid_indexes(conn, names)
     for name in names:
         conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")
-    return any(existed)
+    return bool(existed)
 
 
 def namespace_indexes(conn: Connection) -> list[str]:

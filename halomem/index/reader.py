@@ -9,6 +9,7 @@ from typing import Any, Iterator, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ..db.migrations import valid_indexes
 from ..db.schema import (TEXT_SEARCH_CONFIG, concepts, entities, entity_aliases, memories, mentions,
                          namespace_index_names)
 from ..embed.tokenize import terms, word_boundary_pattern
@@ -71,10 +72,7 @@ class IndexReader:
         unknown = [ns for ns in lineage if ns not in self._own_indexes]
         if unknown:
             names = {ns: namespace_index_names(ns) for ns in unknown}
-            found = set(self.conn.execute(
-                sa.text("SELECT c.relname FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid"
-                        " WHERE c.relname = ANY(:names) AND i.indisvalid"),
-                {"names": [n for pair in names.values() for n in pair]}).scalars())
+            found = valid_indexes(self.conn, [n for pair in names.values() for n in pair])
             self._own_indexes.update({ns: set(pair) <= found for ns, pair in names.items()})
         own = [[ns] for ns in lineage if self._own_indexes[ns]]
         rest = [ns for ns in lineage if not self._own_indexes[ns]]
