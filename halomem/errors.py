@@ -1,10 +1,13 @@
-"""One error root; each subclass carries the CLI exit code documented in the README."""
+"""One error root. Each subclass carries its CLI exit code, HTTP status and problem type: the one
+mapping every transport uses (the CLI's exit codes, the API's problem+json, the client's raise)."""
 from __future__ import annotations
 
 
 class HalomemError(Exception):
     exit_code = 1
     kind = "error"
+    http_status = 500
+    slug = "internal-error"
 
 
 class InvalidInputError(HalomemError):
@@ -12,11 +15,23 @@ class InvalidInputError(HalomemError):
 
     exit_code = 3
     kind = "invalid input"
+    http_status = 400
+    slug = "invalid-input"
+
+
+class PayloadTooLargeError(InvalidInputError):
+    """A request body over the server's limit."""
+
+    kind = "payload too large"
+    http_status = 413
+    slug = "payload-too-large"
 
 
 class NotFoundError(HalomemError):
     exit_code = 4
     kind = "not found"
+    http_status = 404
+    slug = "not-found"
 
 
 class ConflictError(HalomemError):
@@ -24,6 +39,8 @@ class ConflictError(HalomemError):
 
     exit_code = 5
     kind = "conflict"
+    http_status = 409
+    slug = "conflict"
 
 
 class DriverError(HalomemError):
@@ -31,11 +48,15 @@ class DriverError(HalomemError):
 
     exit_code = 6
     kind = "driver error"
+    http_status = 502
+    slug = "driver-error"
 
 
 class DatabaseUnavailableError(HalomemError):
     exit_code = 7
     kind = "database unavailable"
+    http_status = 503
+    slug = "database-unavailable"
 
 
 class ConfigError(HalomemError):
@@ -43,6 +64,8 @@ class ConfigError(HalomemError):
 
     exit_code = 8
     kind = "configuration error"
+    http_status = 500
+    slug = "configuration-error"
 
 
 class IntegrityError(HalomemError):
@@ -50,11 +73,15 @@ class IntegrityError(HalomemError):
 
     exit_code = 9
     kind = "integrity error"
+    http_status = 500
+    slug = "integrity-error"
 
 
 class ConformanceFailed(HalomemError):
     exit_code = 10
     kind = "conformance failed"
+    http_status = 500
+    slug = "conformance-failed"
 
 
 class IngestError(HalomemError):
@@ -62,14 +89,60 @@ class IngestError(HalomemError):
 
     exit_code = 11
     kind = "ingest error"
+    http_status = 422
+    slug = "ingest-error"
 
+
+class AuthenticationError(HalomemError):
+    """A missing, malformed, unknown, revoked or expired token. Never echoes the token."""
+
+    exit_code = 12
+    kind = "unauthenticated"
+    http_status = 401
+    slug = "unauthenticated"
+
+
+class PermissionDeniedError(HalomemError):
+    """The principal is known but the request is outside its rights."""
+
+    exit_code = 13
+    kind = "permission denied"
+    http_status = 403
+    slug = "permission-denied"
+
+
+class RateLimitedError(HalomemError):
+    """Too many requests from one principal; ``retry_after`` is in seconds."""
+
+    exit_code = 14
+    kind = "rate limited"
+    http_status = 429
+    slug = "rate-limited"
+
+    def __init__(self, message: str, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+ERROR_CLASSES: tuple[type[HalomemError], ...] = (
+    InvalidInputError, PayloadTooLargeError, NotFoundError, ConflictError, DriverError, DatabaseUnavailableError,
+    ConfigError, IntegrityError, ConformanceFailed, IngestError, AuthenticationError, PermissionDeniedError,
+    RateLimitedError,
+)
+BY_SLUG: dict[str, type[HalomemError]] = {cls.slug: cls for cls in ERROR_CLASSES}
+PROBLEM_TYPE_PREFIX = "urn:halomem:problem:"
 
 EXIT_CODES: dict[int, str] = {
     0: "success",
     1: "internal error (a bug: rerun with HALOMEM_DEBUG=1 for the traceback)",
     2: "usage error (unknown command or option)",
-    **{cls.exit_code: cls.kind for cls in (
-        InvalidInputError, NotFoundError, ConflictError, DriverError, DatabaseUnavailableError,
-        ConfigError, IntegrityError, ConformanceFailed, IngestError,
-    )},
+    **{cls.exit_code: cls.kind for cls in ERROR_CLASSES if cls is not PayloadTooLargeError},
 }
+
+
+def error_for_problem(status: int, slug: str | None, detail: str) -> HalomemError:
+    """The error a problem+json body stands for (the client's side of the mapping)."""
+    cls = BY_SLUG.get(slug or "")
+    if cls is None:
+        cls = next((c for c in ERROR_CLASSES if c.http_status == status), HalomemError)
+    return cls(detail)

@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 import unicodedata
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -31,12 +31,13 @@ from .drivers.keyword import KeywordDriver
 from .drivers.view import admitted_refs, build_scoped_view
 from .embed import Embedder, get_embedder
 from .errors import DriverError, InvalidInputError, NotFoundError
-from .index import IndexReader, MemoryIndex, MemoryRow, Scope
+from .index import IndexReader, MemoryIndex, Scope
+from .results import Hit, IngestReport, MemoryRow, NewMemory, SearchResult
 from .policy import Policy, choose_driver, effective_policy, list_policies, parse_policy
 from .types import InvalidNamespace, Namespace, RetrieverDriver, RetrieverQuery, ScoredRef
-from .write import IngestReport, Writer, parse_ingest_file
+from .write import Writer, parse_ingest_bytes, parse_ingest_file
 from .write.ingest import bulk_insert
-from .write.writer import NewMemory, new_request_id
+from .write.writer import new_request_id
 
 log = logging.getLogger("halomem")
 
@@ -67,37 +68,6 @@ def check_query(query: object) -> str:
     if not query.strip():
         raise InvalidInputError("query is empty")
     return query
-
-
-@dataclass(frozen=True)
-class Hit:
-    rank: int
-    score: float
-    tier: str
-    ref: str
-    id: str | None
-    namespace: str | None
-    source: str | None
-    content: str
-    token_estimate: int
-
-
-@dataclass
-class SearchResult:
-    query: str
-    namespace: str
-    driver: str
-    requested_driver: str
-    request_id: str
-    hits: list[Hit] = field(default_factory=list)
-    fallback: str | None = None
-    dropped: int = 0
-    warnings: list[str] = field(default_factory=list)
-    elapsed_ms: float = 0.0
-
-    @property
-    def tokens(self) -> int:
-        return sum(h.token_estimate for h in self.hits)
 
 
 @dataclass(frozen=True)
@@ -143,6 +113,7 @@ class Kernel:
 
     @classmethod
     def boot(cls, settings: Settings | None = None, *, mount_plugins: bool = True) -> "Kernel":
+        """Connect (starting the embedded server if needed), migrate, mount drivers. ``with Kernel.boot() as k:``."""
         settings = settings or load_settings()
         embedder = get_embedder(settings.embedder)
         engine = make_engine(settings)
@@ -173,32 +144,61 @@ class Kernel:
             except Exception as exc:  # a broken plugin must not fail boot
                 log.warning("driver plugin %r not mounted: %s", ep.name, exc)
 
+    def __enter__(self) -> "Kernel":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
+        """Release database connections (the embedded server stops when its last user exits)."""
         if self.reader_engine is not None:
             self.reader_engine.dispose()
         self.engine.dispose()
 
     # --- writes ------------------------------------------------------------------------------
     def remember(self, ns: str | Namespace, content: str, *, source: str | None = None,
-                 provenance: dict[str, Any] | None = None) -> NewMemory:
-        return self.writer.remember(namespace(ns), content, source=source, provenance=provenance)
+                 provenance: dict[str, Any] | None = None, request_id: str | None = None) -> NewMemory:
+        """Write one L2 memory into ``ns`` (embedded, mentions linked, audited in one transaction)."""
+        request_id = request_id or new_request_id()
+        made = self.writer.remember(namespace(ns), content, source=source, provenance=provenance,
+                                    request_id=request_id)
+        return replace(made, request_id=request_id)
 
     def supersede(self, ns: str | Namespace, old_id: str, content: str, *, source: str | None = None,
-                  provenance: dict[str, Any] | None = None) -> NewMemory:
-        return self.writer.supersede(namespace(ns), old_id, content, source=source, provenance=provenance)
+                  provenance: dict[str, Any] | None = None, request_id: str | None = None) -> NewMemory:
+        """Close ``old_id``'s validity and write its successor; exactly one of racing callers wins."""
+        request_id = request_id or new_request_id()
+        made = self.writer.supersede(namespace(ns), old_id, content, source=source, provenance=provenance,
+                                     request_id=request_id)
+        return replace(made, request_id=request_id)
 
-    def erase(self, ns: str | Namespace, memory_id: str, *, reason: str = "") -> None:
-        self.writer.erase(namespace(ns), memory_id, reason=reason)
+    def erase(self, ns: str | Namespace, memory_id: str, *, reason: str = "", request_id: str | None = None) -> None:
+        """Remove a memory's content and vector for good, keeping a tombstone and an audit row."""
+        self.writer.erase(namespace(ns), memory_id, reason=reason, request_id=request_id)
 
     def ingest(self, ns: str | Namespace, path: Path, *, fmt: str | None = None, skip_bad: bool = False,
                progress: Callable[[int], None] | None = None,
-               on_parsed: Callable[[int], None] | None = None) -> IngestReport:
-        ns = namespace(ns)
+               on_parsed: Callable[[int], None] | None = None, request_id: str | None = None) -> IngestReport:
+        """Bulk-write a JSONL/CSV file in one transaction: all of it or none of it."""
         rows, bad = parse_ingest_file(path, fmt, skip_bad)
+        return self._ingest_rows(namespace(ns), rows, bad, path.name, progress, on_parsed, request_id)
+
+    def ingest_bytes(self, ns: str | Namespace, raw: bytes, *, fmt: str = "jsonl", skip_bad: bool = False,
+                     label: str = "body", request_id: str | None = None) -> IngestReport:
+        """``ingest`` for a document already in memory (an HTTP body)."""
+        rows, bad = parse_ingest_bytes(raw, fmt, skip_bad, label=label)
+        return self._ingest_rows(namespace(ns), rows, bad, label, None, None, request_id)
+
+    def _ingest_rows(self, ns: Namespace, rows: list, bad: list[tuple[int, str]], label: str,
+                     progress: Callable[[int], None] | None, on_parsed: Callable[[int], None] | None,
+                     request_id: str | None) -> IngestReport:
+        request_id = request_id or new_request_id()
         if on_parsed:
             on_parsed(len(rows))
-        ids = bulk_insert(self.engine, self.embedder, ns, rows, label=path.name, progress=progress) if rows else []
-        return IngestReport(written=len(ids), skipped=bad, ids=ids)
+        ids = bulk_insert(self.engine, self.embedder, ns, rows, label=label, progress=progress,
+                          request_id=request_id) if rows else []
+        return IngestReport(written=len(ids), skipped=bad, ids=ids, namespace=ns.path, request_id=request_id)
 
     def ingest_texts(self, ns: str | Namespace, texts: Sequence[str], *, source: str | None = None,
                      sources: Sequence[str | None] | None = None, label: str = "api") -> list[str]:
@@ -217,17 +217,33 @@ class Kernel:
                 for i, (t, src) in enumerate(zip(texts, sources), 1)]
         return bulk_insert(self.engine, self.embedder, namespace(ns), rows, label=label)
 
-    def add_entity(self, ns: str | Namespace, name: str, aliases: Sequence[str] = ()) -> tuple[int, int]:
-        return self.writer.add_entity(namespace(ns), name, aliases)
+    def add_entity(self, ns: str | Namespace, name: str, aliases: Sequence[str] = (), *,
+                   request_id: str | None = None) -> tuple[int, int]:
+        """Register an entity (or add aliases); returns (entity id, mentions linked)."""
+        return self.writer.add_entity(namespace(ns), name, aliases, request_id=request_id)
 
-    def put_concept(self, ns: str | Namespace, path: str, content: str) -> None:
-        self.writer.put_concept(namespace(ns), path, content)
+    def put_concept(self, ns: str | Namespace, path: str, content: str, *, request_id: str | None = None) -> None:
+        """Create or replace an L3 concept of ``ns``."""
+        self.writer.put_concept(namespace(ns), path, content, request_id=request_id)
 
-    def materialize_concept(self, ns: str | Namespace, path: str) -> NewMemory:
-        return self.writer.materialize_concept(namespace(ns), path)
+    def materialize_concept(self, ns: str | Namespace, path: str, *, request_id: str | None = None) -> NewMemory:
+        """Copy a visible concept into L2 as a memory of ``ns``."""
+        return self.writer.materialize_concept(namespace(ns), path, request_id=request_id)
 
     # --- reads -------------------------------------------------------------------------------
+    def visible_row(self, ns: str | Namespace, memory_id: str) -> MemoryRow | None:
+        """The row ``memory_id`` if ``ns`` may see it (live or not), else None."""
+        with self.index.reader() as reader:
+            return reader.fetch(Scope(namespace(ns)), [memory_id], live=False).get(memory_id)
+
+    def entities(self, ns: str | Namespace) -> list[dict[str, Any]]:
+        """Entities visible from ``ns``: id, name, aliases."""
+        with self.index.reader() as reader:
+            known = reader.visible_entities(Scope(namespace(ns)))
+        return [{"id": eid, "name": name, "aliases": list(aliases)} for eid, (name, aliases) in sorted(known.items())]
+
     def history(self, ns: str | Namespace, memory_id: str) -> list[MemoryRow]:
+        """The supersedence chain through ``memory_id``, oldest first, as ``ns`` may see it."""
         with self.index.reader() as reader:
             chain = reader.history(Scope(namespace(ns)), memory_id)
         if not chain:
@@ -241,7 +257,9 @@ class Kernel:
             return reader.concepts(Scope(namespace(ns)), query, embedding, k)
 
     def search(self, ns: str | Namespace, query: str, *, k: int = 10, token_budget: int = 2000,
-               sources: Sequence[str] | None = None, driver: str | None = None) -> SearchResult:
+               sources: Sequence[str] | None = None, driver: str | None = None,
+               request_id: str | None = None) -> SearchResult:
+        """Rank what ``ns`` may see with the policy's driver (or ``driver``); audited."""
         ns, query = namespace(ns), check_query(query)
         if not 1 <= k <= MAX_K:
             raise InvalidInputError(f"k must be between 1 and {MAX_K}")
@@ -250,7 +268,7 @@ class Kernel:
         if driver is not None and not self.registry.has(driver):
             raise DriverError(f"unknown driver {driver!r} (mounted: {', '.join(self.registry.names())})")
         scope = Scope(ns, tuple(sources) if sources else None)
-        request_id = new_request_id()
+        request_id = request_id or new_request_id()
         started = time.perf_counter()
         with self.engine.connect() as conn:
             requested = driver or choose_driver(effective_policy(conn, ns), query)
@@ -340,19 +358,26 @@ class Kernel:
         with self.engine.begin() as conn:
             audit.append(conn, ns.path, action, detail, request_id)
 
+    def audit_event(self, ns: str | Namespace, action: str, detail: str, request_id: str) -> None:
+        """Append one audit row in its own transaction (a refused request, a fallback)."""
+        self._audit(namespace(ns), action, detail, request_id)
+
     # --- policy & audit ----------------------------------------------------------------------
-    def set_policy(self, ns: str | Namespace, policy: dict[str, Any]) -> Policy:
+    def set_policy(self, ns: str | Namespace, policy: dict[str, Any], *, request_id: str | None = None) -> Policy:
+        """Route ``ns`` (and descendants without their own policy) to a driver or an A/B split."""
         parsed = parse_policy(policy)
         for name in ([parsed.retriever] if parsed.retriever else [parsed.ab_test.a, parsed.ab_test.b]):
             if not self.registry.has(name):
                 log.warning("policy names driver %r, which is not mounted here: searches will serve baseline", name)
-        self.writer.set_policy(namespace(ns), parsed.to_dict())
+        self.writer.set_policy(namespace(ns), parsed.to_dict(), request_id=request_id)
         return parsed
 
-    def clear_policy(self, ns: str | Namespace) -> bool:
-        return self.writer.clear_policy(namespace(ns))
+    def clear_policy(self, ns: str | Namespace, *, request_id: str | None = None) -> bool:
+        """Remove ``ns``'s own policy (it inherits again); False if it had none."""
+        return self.writer.clear_policy(namespace(ns), request_id=request_id)
 
     def effective_policy(self, ns: str | Namespace) -> Policy:
+        """The policy that routes ``ns``'s searches and the namespace it comes from."""
         with self.engine.connect() as conn:
             return effective_policy(conn, namespace(ns))
 
@@ -360,9 +385,11 @@ class Kernel:
         with self.engine.connect() as conn:
             return list_policies(conn)
 
-    def audit_tail(self, n: int = 20, action: str | None = None) -> list[audit.AuditRow]:
+    def audit_tail(self, n: int = 20, action: str | None = None,
+                   subtree: str | Namespace | None = None) -> list[audit.AuditRow]:
+        """The newest audit rows (of ``subtree`` and below, when given), oldest first."""
         with self.engine.connect() as conn:
-            return audit.tail(conn, n, action)
+            return audit.tail(conn, n, action, str(subtree) if subtree is not None else None)
 
     def audit_verify(self) -> audit.VerifyResult:
         with self.engine.connect() as conn:

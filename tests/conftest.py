@@ -29,7 +29,7 @@ def _capture_sql(conn, cursor, statement, parameters, context, executemany):  # 
     SQL_LINT.record(statement)
 
 BUILTIN_DRIVERS = {"baseline", "fusion", "graph", "keyword"}
-TABLES = "memories, concepts, entities, entity_aliases, mentions, audit_log, policies"
+TABLES = "memories, concepts, entities, entity_aliases, mentions, audit_log, policies, principals"
 
 
 @pytest.fixture(scope="session")
@@ -85,3 +85,25 @@ def cli(kernel: Kernel, cli_env: dict[str, str]):
 def count(kernel: Kernel, sql: str) -> int:
     with kernel.engine.connect() as conn:
         return int(conn.execute(sa.text(sql)).scalar_one())
+
+
+def make_token(kernel: Kernel, ns: str, scopes: str = "read,write", expires_in=None) -> str:  # noqa: ANN001
+    """A real token issued by the operator (what `halomem token create` does)."""
+    from halomem.ops import for_operator
+
+    return for_operator(kernel, ns).create_token(None, f"test-{scopes}", scopes, expires_in).token
+
+
+@pytest.fixture(scope="session")
+def api_server(settings: Settings, booted: Kernel):
+    """One real `halomem serve` on 127.0.0.1 for the session (no rate limit; tests that need one
+    start their own). Tables are truncated per test by the ``kernel`` fixture."""
+    from tests.serving import start_server
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HALOMEM_")}
+    env["HALOMEM_HOME"] = str(settings.home)
+    if settings.database_url:
+        env["HALOMEM_DATABASE_URL"] = settings.database_url
+    server = start_server(env, "--rate-limit", "0")
+    yield server
+    server.stop()

@@ -4,13 +4,20 @@ Each row's hash covers the previous row's hash and its own fields, so an UPDATE 
 behind the kernel's back breaks the chain at that row, and `verify` names it. Appends are
 serialized with a transaction-scoped advisory lock and run in the caller's transaction, so a write
 and its audit row commit together or not at all.
+
+Who acted: every row names the namespace, and, when an authenticated principal (an agent's token)
+made the request, that principal's id. The operations layer sets it with ``acting_as`` around each
+request, so no write path has to thread it through.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import Iterator
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -20,6 +27,17 @@ from ..db.schema import audit_log
 AUDIT_LOCK = 0x6A10_0002
 GENESIS = "0" * 64
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_ACTOR: ContextVar[str | None] = ContextVar("halomem_audit_principal", default=None)
+
+
+@contextmanager
+def acting_as(principal_id: str | None) -> Iterator[None]:
+    """Audit rows appended inside this block name ``principal_id`` (None: the local operator)."""
+    token = _ACTOR.set(principal_id)
+    try:
+        yield
+    finally:
+        _ACTOR.reset(token)
 
 
 @dataclass(frozen=True)
@@ -32,12 +50,16 @@ class AuditRow:
     request_id: str
     prev_hash: str
     hash: str
+    principal: str | None = None
 
 
 def row_hash(prev_hash: str, seq: int, at: datetime, actor_ns: str, action: str, detail: str,
-             request_id: str) -> str:
+             request_id: str, principal: str | None = None) -> str:
     micros = (at - _EPOCH) // timedelta(microseconds=1)
-    payload = json.dumps([prev_hash, seq, micros, actor_ns, action, detail, request_id], ensure_ascii=False)
+    fields: list[object] = [prev_hash, seq, micros, actor_ns, action, detail, request_id]
+    if principal is not None:  # rows from before principals existed hash as they always did
+        fields.append(principal)
+    payload = json.dumps(fields, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -47,16 +69,22 @@ def append(conn: Connection, actor_ns: str, action: str, detail: str, request_id
                         .order_by(audit_log.c.seq.desc()).limit(1)).first()
     seq, prev = (last.seq + 1, last.hash) if last else (1, GENESIS)
     at = datetime.now(timezone.utc)
-    digest = row_hash(prev, seq, at, actor_ns, action, detail, request_id)
+    principal = _ACTOR.get()
+    digest = row_hash(prev, seq, at, actor_ns, action, detail, request_id, principal)
     conn.execute(audit_log.insert().values(seq=seq, at=at, actor_ns=actor_ns, action=action, detail=detail,
-                                           request_id=request_id, prev_hash=prev, hash=digest))
+                                           request_id=request_id, prev_hash=prev, hash=digest,
+                                           principal=principal))
     return seq
 
 
-def tail(conn: Connection, n: int = 20, action: str | None = None) -> list[AuditRow]:
+def tail(conn: Connection, n: int = 20, action: str | None = None, subtree: str | None = None) -> list[AuditRow]:
+    """The newest ``n`` rows, oldest first; ``subtree`` keeps rows acted in that namespace or below."""
     stmt = sa.select(audit_log).order_by(audit_log.c.seq.desc()).limit(n)
     if action:
         stmt = stmt.where(audit_log.c.action == action)
+    if subtree is not None:
+        stmt = stmt.where(sa.or_(audit_log.c.actor_ns == subtree,
+                                 sa.func.starts_with(audit_log.c.actor_ns, subtree + "/")))
     return [AuditRow(**r._mapping) for r in reversed(conn.execute(stmt).all())]
 
 
@@ -81,7 +109,7 @@ def verify(conn: Connection, batch: int = 5000) -> VerifyResult:
                 return VerifyResult(False, count, expected_seq, f"row {expected_seq} is missing (next is {r.seq})")
             if r.prev_hash != prev:
                 return VerifyResult(False, count, r.seq, f"row {r.seq} does not link to row {r.seq - 1}")
-            if row_hash(prev, r.seq, r.at, r.actor_ns, r.action, r.detail, r.request_id) != r.hash:
+            if row_hash(prev, r.seq, r.at, r.actor_ns, r.action, r.detail, r.request_id, r.principal) != r.hash:
                 return VerifyResult(False, count, r.seq, f"row {r.seq} was altered (hash mismatch)")
             prev, expected_seq, count = r.hash, r.seq + 1, count + 1
         after = rows[-1].seq

@@ -78,6 +78,17 @@ def ingest(rows: int = typer.Option(20000, help="Rows to ingest."),
     _finish(run_ingest(_split_ints(str(rows))[0], embedder, out_dir, _say), as_json)
 
 
+@app.command()
+def serve(memories: int = typer.Option(100_000, help="Corpus size."),
+          clients: str = typer.Option("1,4,16", help="Comma-separated concurrency levels."),
+          requests: int = typer.Option(400, help="Searches per leg."),
+          out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
+    """Search over HTTP vs in-process Kernel.search at 1/4/16 clients; remote vs local CLI."""
+    from ..bench.serve import run_serve
+
+    _finish(run_serve(memories, _split_ints(clients), requests, out_dir, _say), as_json)
+
+
 @app.command("cli")
 def cli_speed(repeats: int = typer.Option(5), out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
     """Wall time of `halomem search` as a fresh process, server running vs not."""

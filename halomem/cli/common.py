@@ -4,18 +4,33 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
-
 from ..config import Settings, load_settings
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class _LazyConsole:
+    """A rich Console made on first use: `--json` runs and the remote client never pay for it."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return getattr(self._console, name)
+
+
+out = _LazyConsole(soft_wrap=True)
+err = _LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 
 NsOption = typer.Option(None, "--ns", envvar="HALOMEM_NS", help="Caller namespace, e.g. acme/eng.")
 JsonOption = typer.Option(False, "--json", help="Machine-readable JSON on stdout.")
@@ -63,6 +78,33 @@ def _default(value: Any) -> Any:
 
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, default=_default, ensure_ascii=False, indent=2) + "\n")
+
+
+def remote() -> tuple[str, str] | None:
+    """(url, token) when HALOMEM_URL is set: data commands then go to that server."""
+    url = os.environ.get("HALOMEM_URL", "").strip()
+    return (url, os.environ.get("HALOMEM_TOKEN", "").strip()) if url else None
+
+
+def data(ns: Optional[str]):  # noqa: ANN201 - halomem.ops.Operations or halomem.client.Client
+    """The operations a data command calls: the server's (remote mode, the token is the caller)
+    or the local kernel's, acting as the operator of ``--ns``. Remote mode never imports the
+    database stack."""
+    target = remote()
+    if target is not None:
+        from ..client import Client
+        from ..errors import InvalidInputError
+
+        client = Client(*target)
+        if ns is not None:
+            own = client.whoami()["namespace"]
+            if ns != own:
+                raise InvalidInputError(f"--ns {ns} conflicts with HALOMEM_TOKEN, whose namespace is {own}"
+                                        " (drop --ns/HALOMEM_NS in remote mode)")
+        return client
+    from ..ops import for_operator
+
+    return for_operator(kernel(), ns)
 
 
 def ns_required(ns: Optional[str]) -> str:

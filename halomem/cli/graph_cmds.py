@@ -4,9 +4,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 import typer
-from rich.table import Table
-
-from .common import JsonOption, NsOption, emit_json, kernel, ns_required, out
+from .common import JsonOption, NsOption, data, emit_json, out
 
 entity_app = typer.Typer(no_args_is_help=True, help="The entity registry (aliases, mentions).")
 concept_app = typer.Typer(no_args_is_help=True, help="L3 concepts (the cold tier).")
@@ -16,55 +14,56 @@ concept_app = typer.Typer(no_args_is_help=True, help="L3 concepts (the cold tier
 def entity_add(name: str, alias: List[str] = typer.Option([], "--alias", "-a", help="Repeatable."),
                ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """Register an entity (or add aliases); links mentions in the namespace and its descendants."""
-    entity_id, linked = kernel().add_entity(ns_required(ns), name, alias)
+    entity_id, linked = data(ns).add_entity(name, alias)
     if as_json:
         emit_json({"id": entity_id, "name": name, "aliases": alias, "linked": linked})
     else:
-        out.print(f"entity {entity_id} {name!r}: {linked} mention(s) linked")
+        out.print(f"entity {entity_id} {name!r}: {linked} mention(s) linked", markup=False)
 
 
 @entity_app.command("list")
 def entity_list(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """Entities visible from the namespace."""
-    from ..index import Scope
-    from ..kernel import namespace
+    from rich.table import Table
+    from rich.text import Text
 
-    k = kernel()
-    with k.index.reader() as reader:
-        known = reader.visible_entities(Scope(namespace(ns_required(ns))))
-    rows = [{"id": eid, "name": name, "aliases": aliases} for eid, (name, aliases) in sorted(known.items())]
+    rows = data(ns).entities()
     if as_json:
         emit_json(rows)
         return
     table = Table("id", "name", "aliases")
     for r in rows:
-        table.add_row(str(r["id"]), r["name"], ", ".join(r["aliases"]))
+        table.add_row(str(r["id"]), Text(r["name"]), Text(", ".join(r["aliases"])))
     out.print(table)
 
 
 @concept_app.command("put")
 def concept_put(path: str, text: str, ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """Create or replace an L3 concept."""
-    kernel().put_concept(ns_required(ns), path, text)
-    emit_json({"path": path}) if as_json else out.print(f"concept {path} stored")
+    data(ns).put_concept(path, text)
+    emit_json({"path": path}) if as_json else out.print(f"concept {path} stored", markup=False)
 
 
 @concept_app.command("search")
 def concept_search(query: str, ns: Optional[str] = NsOption, k: int = typer.Option(10, "--k"),
                    as_json: bool = JsonOption) -> None:
     """Search L3 concepts visible from the namespace."""
-    hits = kernel().concepts(ns_required(ns), query, k)
+    from rich.table import Table
+    from rich.text import Text
+
+    hits = data(ns).concepts(query, k)
     if as_json:
         emit_json(hits)
         return
     table = Table("score", "path", "content")
     for h in hits:
-        table.add_row(f"{h.score:.3f}", h.ref, h.content[:80])
+        table.add_row(f"{h.score:.3f}", Text(h.ref), Text(h.content[:80]))
     out.print(table)
 
 
 @concept_app.command("materialize")
 def concept_materialize(path: str, ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """Copy a concept into L2 as a memory of the namespace."""
-    made = kernel().materialize_concept(ns_required(ns), path)
-    emit_json({"id": made.id, "concept": path}) if as_json else out.print(made.id)
+    made = data(ns).materialize_concept(path)
+    emit_json({"id": made.id, "concept": path, "namespace": made.namespace}) if as_json \
+        else out.print(made.id, markup=False)

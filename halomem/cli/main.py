@@ -10,7 +10,7 @@ from typer.exceptions import Abort, Exit, TyperException
 
 from ..errors import EXIT_CODES, DatabaseUnavailableError, HalomemError
 from . import (audit_cmds, bench_cmds, conformance_cmds, db_cmds, graph_cmds, index_cmds, memory_cmds, policy_cmds,
-               search_cmds, sidecar_cmds)
+               search_cmds, serve_cmds, sidecar_cmds, token_cmds)
 from .common import err, setup_logging
 
 app = typer.Typer(
@@ -31,6 +31,8 @@ app.add_typer(search_cmds.drivers_app, name="drivers")
 app.add_typer(sidecar_cmds.app, name="sidecar")
 app.add_typer(bench_cmds.app, name="bench")
 conformance_cmds.register(app)
+serve_cmds.register(app)
+app.add_typer(token_cmds.app, name="token")
 
 
 def _one_line(text: str) -> str:

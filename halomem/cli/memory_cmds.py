@@ -6,11 +6,9 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
 from ..errors import InvalidInputError
-from .common import JsonOption, NsOption, emit_json, err, kernel, ns_required, out
+from .common import JsonOption, NsOption, data, emit_json, err, kernel, out
 
 
 def _provenance(text: Optional[str]) -> Optional[dict]:
@@ -25,6 +23,11 @@ def _provenance(text: Optional[str]) -> Optional[dict]:
     return value
 
 
+def _new_memory_json(made, **extra) -> dict:  # noqa: ANN001
+    return {"id": made.id, "namespace": made.namespace, "source": made.source, "request_id": made.request_id,
+            **extra}
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def init(as_json: bool = JsonOption) -> None:
@@ -35,7 +38,8 @@ def register(app: typer.Typer) -> None:
         if as_json:
             emit_json(info)
         else:
-            out.print(f"halomem ready: {info['database']} (embedder {info['embedder']}/{info['dim']}-d)")
+            out.print(f"halomem ready: {info['database']} (embedder {info['embedder']}/{info['dim']}-d)",
+                      markup=False)
 
     @app.command()
     def remember(content: str = typer.Argument(..., help="The memory text."), ns: Optional[str] = NsOption,
@@ -43,8 +47,8 @@ def register(app: typer.Typer) -> None:
                  provenance: Optional[str] = typer.Option(None, help="JSON object of provenance."),
                  as_json: bool = JsonOption) -> None:
         """Write one memory into the caller's namespace."""
-        made = kernel().remember(ns_required(ns), content, source=source, provenance=_provenance(provenance))
-        emit_json({"id": made.id, "namespace": made.namespace}) if as_json else out.print(made.id)
+        made = data(ns).remember(content, source=source, provenance=_provenance(provenance))
+        emit_json(_new_memory_json(made)) if as_json else out.print(made.id, markup=False)
 
     @app.command()
     def supersede(old_id: str = typer.Argument(..., help="The chain's current head."),
@@ -52,22 +56,27 @@ def register(app: typer.Typer) -> None:
                   source: Optional[str] = typer.Option(None), provenance: Optional[str] = typer.Option(None),
                   as_json: bool = JsonOption) -> None:
         """Replace a memory: close its validity and link the new head (a lost race exits 5)."""
-        made = kernel().supersede(ns_required(ns), old_id, content, source=source,
-                                  provenance=_provenance(provenance))
-        emit_json({"id": made.id, "supersedes": old_id}) if as_json else out.print(made.id)
+        made = data(ns).supersede(old_id, content, source=source, provenance=_provenance(provenance))
+        emit_json(_new_memory_json(made, supersedes=old_id)) if as_json else out.print(made.id, markup=False)
 
     @app.command()
     def erase(memory_id: str, ns: Optional[str] = NsOption,
               reason: str = typer.Option("", help="Recorded in the audit trail."),
               as_json: bool = JsonOption) -> None:
         """Remove a memory's content and vector for good, keeping a tombstone and an audit row."""
-        kernel().erase(ns_required(ns), memory_id, reason=reason)
-        emit_json({"erased": memory_id}) if as_json else out.print(f"erased {memory_id}")
+        request_id = data(ns).erase(memory_id, reason=reason)
+        if as_json:
+            emit_json({"erased": memory_id, "request_id": request_id})
+        else:
+            out.print(f"erased {memory_id}", markup=False)
 
     @app.command()
     def history(memory_id: str, ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
         """Show the supersedence chain through a memory, oldest first."""
-        chain = kernel().history(ns_required(ns), memory_id)
+        from rich.table import Table
+        from rich.text import Text
+
+        chain = data(ns).history(memory_id)
         if as_json:
             emit_json(chain)
             return
@@ -79,7 +88,7 @@ def register(app: typer.Typer) -> None:
             state = "erased" if row.erased_at else ("current" if row.t_valid_to is None else "superseded")
             table.add_row(row.id, f"{row.t_valid_from:%Y-%m-%d %H:%M:%S}",
                           f"{row.t_valid_to:%Y-%m-%d %H:%M:%S}" if row.t_valid_to else "-", state,
-                          row.content[:80])
+                          Text(row.content[:80]))
         out.print(table)
 
     @app.command()
@@ -88,18 +97,21 @@ def register(app: typer.Typer) -> None:
                skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip bad lines instead of refusing the file."),
                as_json: bool = JsonOption) -> None:
         """Bulk-write a file in one transaction: all of it or none of it."""
-        namespace = ns_required(ns)
-        k = kernel()
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        ops = data(ns)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                       console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
             task = bar.add_task("embedding", total=None)
-            report = k.ingest(namespace, path, fmt=fmt, skip_bad=skip_bad,
-                              on_parsed=lambda n: bar.update(task, total=n),
-                              progress=lambda n: bar.advance(task, n))
+            report = ops.ingest_file(path, fmt=fmt, skip_bad=skip_bad,
+                                     on_parsed=lambda n: bar.update(task, total=n),
+                                     progress=lambda n: bar.advance(task, n))
         for line, reason in report.skipped:
             err.print(f"halomem: skipped {path}:{line}: {reason}", markup=False)
         if as_json:
-            emit_json({"written": report.written, "skipped": [{"line": n, "reason": r} for n, r in report.skipped]})
+            emit_json({"written": report.written, "namespace": report.namespace, "ids": report.ids,
+                       "request_id": report.request_id,
+                       "skipped": [{"line": n, "reason": r} for n, r in report.skipped]})
         else:
-            out.print(f"ingested {report.written} memories into {namespace}"
-                      + (f" ({len(report.skipped)} bad lines skipped)" if report.skipped else ""))
+            skipped = f" ({len(report.skipped)} bad lines skipped)" if report.skipped else ""
+            out.print(f"ingested {report.written} memories into {report.namespace}{skipped}", markup=False)

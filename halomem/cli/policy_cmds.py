@@ -8,7 +8,7 @@ import typer
 import yaml
 
 from ..errors import InvalidInputError
-from .common import JsonOption, NsOption, emit_json, kernel, ns_required, out
+from .common import JsonOption, NsOption, data, emit_json, kernel, out
 
 app = typer.Typer(no_args_is_help=True, help="Per-namespace retriever routing.")
 
@@ -19,34 +19,34 @@ def policy_set(ns: Optional[str] = NsOption, retriever: Optional[str] = typer.Op
                pct_b: Optional[int] = typer.Option(None, "--pct-b"), as_json: bool = JsonOption) -> None:
     """Route a namespace to one driver (--retriever) or split it (--ab-a A --ab-b B --pct-b 25)."""
     if retriever and not any((ab_a, ab_b, pct_b is not None)):
-        data: dict = {"retriever": retriever}
+        wanted: dict = {"retriever": retriever}
     elif not retriever and ab_a and ab_b and pct_b is not None:
-        data = {"ab_test": {"a": ab_a, "b": ab_b, "pct_b": pct_b}}
+        wanted = {"ab_test": {"a": ab_a, "b": ab_b, "pct_b": pct_b}}
     else:
         raise InvalidInputError("give either --retriever NAME or all of --ab-a, --ab-b and --pct-b")
-    policy = kernel().set_policy(ns_required(ns), data)
-    emit_json(policy.to_dict()) if as_json else out.print(f"{ns}: {policy.to_dict()}")
+    policy = data(ns).set_policy(None, wanted)
+    emit_json(policy.to_dict()) if as_json else out.print(f"{ns or 'policy'}: {policy.to_dict()}", markup=False)
 
 
 @app.command("show")
 def policy_show(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """The effective policy of a namespace and where it comes from."""
-    policy = kernel().effective_policy(ns_required(ns))
-    data = {**policy.to_dict(), "from": policy.namespace or "default"}
-    emit_json(data) if as_json else out.print(data)
+    policy = data(ns).effective_policy()
+    shown = {**policy.to_dict(), "from": policy.namespace or "default"}
+    emit_json(shown) if as_json else out.print(shown, markup=False)
 
 
 @app.command("clear")
 def policy_clear(ns: Optional[str] = NsOption) -> None:
     """Remove a namespace's own policy (it inherits again)."""
-    out.print("cleared" if kernel().clear_policy(ns_required(ns)) else "no policy of its own")
+    out.print("cleared" if data(ns).clear_policy(None) else "no policy of its own")
 
 
 @app.command("export")
 def policy_export(as_json: bool = JsonOption) -> None:
     """Every namespace's own policy, as YAML (or JSON)."""
-    data = {p.namespace: p.to_dict() for p in kernel().policies()}
-    emit_json(data) if as_json else typer.echo(yaml.safe_dump(data, sort_keys=True), nl=False)
+    exported = {p.namespace: p.to_dict() for p in kernel().policies()}
+    emit_json(exported) if as_json else typer.echo(yaml.safe_dump(exported, sort_keys=True), nl=False)
 
 
 @app.command("import")

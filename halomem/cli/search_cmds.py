@@ -4,9 +4,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 import typer
-from rich.table import Table
-
-from .common import JsonOption, NsOption, emit_json, kernel, ns_required, out
+from .common import JsonOption, NsOption, data, emit_json, kernel, out
 
 drivers_app = typer.Typer(no_args_is_help=True, help="Mounted retriever drivers.")
 
@@ -20,23 +18,25 @@ def register(app: typer.Typer) -> None:
                driver: Optional[str] = typer.Option(None, "--driver", help="Override the namespace policy."),
                as_json: bool = JsonOption) -> None:
         """Search what the caller's namespace may see, ranked by the policy's driver."""
-        result = kernel().search(ns_required(ns), query, k=k, token_budget=budget, sources=source or None,
-                                 driver=driver)
+        result = data(ns).search(query, k=k, token_budget=budget, sources=source or None, driver=driver)
         if as_json:
             emit_json({"query": result.query, "namespace": result.namespace, "driver": result.driver,
                        "requested_driver": result.requested_driver, "fallback": result.fallback,
                        "request_id": result.request_id, "tokens": result.tokens, "dropped": result.dropped,
                        "hits": result.hits})
             return
+        from rich.table import Table
+        from rich.text import Text
+
         title = f"driver {result.driver}" + (f" (fallback from {result.requested_driver})" if result.fallback else "")
-        table = Table(title=title)
+        table = Table(title=Text(title))
         for name in ("#", "score", "tier", "ref", "ns", "source"):
             table.add_column(name, no_wrap=True)
         table.add_column("snippet", ratio=1)
         for h in result.hits:
             snippet = h.content if len(h.content) <= 90 else h.content[:87] + "..."
-            table.add_row(str(h.rank), f"{h.score:.3f}", h.tier, h.ref, h.namespace or "-", h.source or "-",
-                          snippet)
+            table.add_row(str(h.rank), f"{h.score:.3f}", h.tier, Text(h.ref), Text(h.namespace or "-"),
+                          Text(h.source or "-"), Text(snippet))
         out.print(table)
         out.print(f"{len(result.hits)} hits, {result.tokens} tokens, {result.elapsed_ms:.1f} ms")
 
@@ -44,6 +44,8 @@ def register(app: typer.Typer) -> None:
 @drivers_app.command("list")
 def drivers_list(as_json: bool = JsonOption) -> None:
     """Drivers mounted at boot and their capabilities."""
+    from rich.table import Table
+
     k = kernel()
     rows = []
     for name in k.registry.names():

@@ -126,9 +126,19 @@ def _v2_reader_role(conn: Connection, dim: int) -> None:
     conn.exec_driver_sql(f"GRANT SELECT ON {', '.join(READ_TABLES)} TO {READER_ROLE}")
 
 
+def _v3_principals(conn: Connection, dim: int) -> None:
+    """Agent principals and the audit column naming who acted (halomem.auth)."""
+    from .schema import principals
+
+    principals.create(conn, checkfirst=True)
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS principals_namespace_idx ON principals (namespace)")
+    conn.exec_driver_sql("ALTER TABLE audit_log ADD COLUMN IF NOT EXISTS principal text")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (1, "initial schema", _v1_initial),
     (2, "select-only reader role", _v2_reader_role),
+    (3, "agent principals", _v3_principals),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -76,6 +76,21 @@ audit_log = sa.Table(
     sa.Column("request_id", sa.Text, nullable=False),
     sa.Column("prev_hash", sa.Text, nullable=False),
     sa.Column("hash", sa.Text, nullable=False),
+    sa.Column("principal", sa.Text, nullable=True),  # the token's principal; None: the local operator
+)
+
+# Agent principals (halomem.auth). Only a hash of each token's secret is kept; the reader role
+# that serves drivers has no grant on this table.
+principals = sa.Table(
+    "principals", metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("scopes", sa.Text, nullable=False),  # comma-separated subset of read,write,admin
+    sa.Column("secret_hash", sa.Text, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+    sa.Column("expires_at", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
 )
 
 policies = sa.Table(

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Iterator, Sequence
 
 import sqlalchemy as sa
@@ -15,6 +13,7 @@ from ..db.schema import (TEXT_SEARCH_CONFIG, concepts, entities, entity_aliases,
 from ..embed.tokenize import terms, word_boundary_pattern
 from ..types import Candidate, EntityFact, ScoredRef, VectorHit, estimate_tokens
 from .acl import Scope, visible
+from ..results import MemoryRow
 
 MAX_QUERY_TERMS = 64
 MAX_FACTS_PER_HOP = 200
@@ -23,21 +22,6 @@ MAX_FACTS_PER_HOP = 200
 # matching any query term, up to an equal share of the cap, and rows holding *every* term are always
 # added. While no namespace exceeds its share the pool is exact: every visible match is ranked.
 LEXICAL_RANK_CAP = 2000
-
-
-@dataclass(frozen=True)
-class MemoryRow:
-    id: str
-    namespace: str
-    content: str
-    source: str | None
-    tier: str
-    t_valid_from: datetime
-    t_valid_to: datetime | None
-    supersedes: str | None
-    superseded_by: str | None
-    erased_at: datetime | None
-    provenance: dict[str, Any]
 
 
 _ROW_COLUMNS = [memories.c[name] for name in MemoryRow.__dataclass_fields__]

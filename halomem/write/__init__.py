@@ -1,5 +1,5 @@
 """The write path: the only code that changes memories, concepts, entities and policies."""
-from .ingest import IngestReport, parse_ingest_file
+from .ingest import IngestReport, parse_ingest_bytes, parse_ingest_file
 from .writer import Writer
 
-__all__ = ["Writer", "IngestReport", "parse_ingest_file"]
+__all__ = ["Writer", "IngestReport", "parse_ingest_bytes", "parse_ingest_file"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -17,6 +17,7 @@ from .. import audit
 from ..embed import Embedder
 from ..errors import HalomemError, IngestError
 from ..index import IndexReader, Scope
+from ..results import IngestReport  # noqa: F401 - re-exported
 from ..types import Namespace
 from .mentions import mentioned_entities
 from .validate import check_content, check_provenance, check_source
@@ -33,13 +34,6 @@ class ParsedRow:
     content: str
     source: str | None
     provenance: dict[str, Any]
-
-
-@dataclass
-class IngestReport:
-    written: int = 0
-    skipped: list[tuple[int, str]] = field(default_factory=list)
-    ids: list[str] = field(default_factory=list)
 
 
 def _detect_format(path: Path, fmt: str | None) -> str:
@@ -97,21 +91,28 @@ def parse_ingest_file(path: Path, fmt: str | None = None, skip_bad: bool = False
         raw = path.read_bytes()
     except OSError as exc:
         raise IngestError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return parse_ingest_bytes(raw, fmt, skip_bad, label=str(path))
+
+
+def parse_ingest_bytes(raw: bytes, fmt: str, skip_bad: bool = False, *, label: str = "body"
+                       ) -> tuple[list[ParsedRow], list[tuple[int, str]]]:
+    """Validate every line of a JSONL or CSV document; ``label`` names it in errors."""
+    fmt = _detect_format(Path(label), fmt)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise IngestError(f"{path}:{line}: not UTF-8 text") from None
+        raise IngestError(f"{label}:{line}: not UTF-8 text") from None
     rows: list[ParsedRow] = []
     bad: list[tuple[int, str]] = []
-    for number, record in _records(path, fmt, text):
+    for number, record in _records(Path(label), fmt, text):
         try:
             if isinstance(record, str):
                 raise IngestError(record)
             rows.append(_row(number, record))
         except HalomemError as exc:
             if not skip_bad:
-                raise IngestError(f"{path}:{number}: {exc}; nothing was ingested"
+                raise IngestError(f"{label}:{number}: {exc}; nothing was ingested"
                                   " (fix the line or pass --skip-bad)") from None
             bad.append((number, str(exc)))
     return rows, bad

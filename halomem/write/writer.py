@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import sqlalchemy as sa
@@ -18,6 +17,7 @@ from ..embed import Embedder
 from ..embed.tokenize import word_boundary_pattern
 from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..index import IndexReader, Scope
+from ..results import NewMemory
 from ..types import Namespace
 from .mentions import forget_mentions, mentioned_entities, record_mentions
 from .validate import check_content, check_provenance, check_source
@@ -28,13 +28,6 @@ def new_memory_id() -> str:
 
 def new_request_id() -> str:
     return uuid.uuid4().hex
-
-
-@dataclass(frozen=True)
-class NewMemory:
-    id: str
-    namespace: str
-    source: str | None
 
 
 class Writer:

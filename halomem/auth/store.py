@@ -1,0 +1,132 @@
+"""Principals in the database: create (the token is shown once), list, revoke, authenticate.
+
+Authentication reads the principal's row on every request, so a revocation or an expiry takes
+effect on the next request, whichever server process answers it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Iterable
+
+import sqlalchemy as sa
+
+from .. import audit
+from ..db.schema import principals
+from ..errors import AuthenticationError, InvalidInputError, NotFoundError
+from ..types import Namespace
+from .rights import SCOPES, Caller, within
+from .tokens import format_token, hash_secret, new_principal_id, new_secret, parse_token, secret_matches
+
+_DURATION = re.compile(r"^\s*(\d{1,6})\s*([smhdw])\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+MAX_NAME = 100
+
+
+@dataclass(frozen=True)
+class Principal:
+    id: str
+    name: str
+    namespace: str
+    scopes: tuple[str, ...]
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+    def caller(self) -> Caller:
+        return Caller(Namespace(self.namespace), frozenset(self.scopes), self.id, self.name)
+
+
+@dataclass(frozen=True, repr=False)
+class IssuedToken:
+    principal: Principal
+    token: str  # shown once; never stored
+
+    def __repr__(self) -> str:
+        return f"IssuedToken(principal={self.principal!r}, token=<hidden>)"
+
+
+def parse_scopes(value: str | Iterable[str]) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    scopes = tuple(dict.fromkeys(s.strip().lower() for s in items if s.strip()))
+    bad = [s for s in scopes if s not in SCOPES]
+    if not scopes or bad:
+        raise InvalidInputError(f"scopes must be a non-empty subset of {','.join(SCOPES)}"
+                                + (f" (not {', '.join(repr(b) for b in bad)})" if bad else ""))
+    return tuple(s for s in SCOPES if s in scopes)
+
+
+def parse_duration(value: str) -> timedelta:
+    match = _DURATION.match(value or "")
+    if not match or int(match.group(1)) == 0:
+        raise InvalidInputError(f"expiry {value!r} is not a duration such as 30d, 12h, 90m or 2w")
+    return timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+
+
+def _principal(row: sa.Row) -> Principal:
+    return Principal(row.id, row.name, row.namespace, tuple(row.scopes.split(",")), row.created_at,
+                     row.expires_at, row.revoked_at)
+
+
+class PrincipalStore:
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+
+    def create(self, namespace: Namespace, name: str, scopes: Iterable[str] | str, *,
+               expires_in: timedelta | None = None, request_id: str) -> IssuedToken:
+        name = (name or "").strip()
+        if not name or len(name) > MAX_NAME or any(ord(c) < 32 or ord(c) == 127 for c in name):
+            raise InvalidInputError(f"token name must be 1-{MAX_NAME} printable characters")
+        scope_list = parse_scopes(scopes)
+        principal_id, secret = new_principal_id(), new_secret()
+        expires_at = datetime.now(timezone.utc) + expires_in if expires_in else None
+        with self.engine.begin() as conn:
+            row = conn.execute(principals.insert().values(
+                id=principal_id, name=name, namespace=namespace.path, scopes=",".join(scope_list),
+                secret_hash=hash_secret(secret), expires_at=expires_at).returning(*principals.c)).one()
+            audit.append(conn, namespace.path, "token",
+                         f"token created id={principal_id} scopes={','.join(scope_list)}"
+                         f" expires={expires_at.isoformat() if expires_at else '-'}", request_id)
+        return IssuedToken(_principal(row), format_token(principal_id, secret))
+
+    def list(self, subtree: Namespace | None = None) -> list[Principal]:
+        stmt = sa.select(principals).order_by(principals.c.namespace, principals.c.created_at)
+        if subtree is not None:
+            stmt = stmt.where(sa.or_(principals.c.namespace == subtree.path,
+                                     sa.func.starts_with(principals.c.namespace, subtree.path + "/")))
+        with self.engine.connect() as conn:
+            return [_principal(r) for r in conn.execute(stmt)]
+
+    def get(self, principal_id: str) -> Principal | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(principals).where(principals.c.id == principal_id)).first()
+        return _principal(row) if row else None
+
+    def revoke(self, principal_id: str, *, subtree: Namespace | None = None, request_id: str) -> Principal:
+        """Revoke a token (idempotent); ``subtree`` limits an admin principal to its own namespaces."""
+        current = self.get(principal_id)
+        if current is None or (subtree is not None and not within(current.namespace, subtree)):
+            raise NotFoundError(f"no token {principal_id!r}" + (f" under {subtree}" if subtree else ""))
+        with self.engine.begin() as conn:
+            row = conn.execute(sa.update(principals).where(principals.c.id == principal_id)
+                               .values(revoked_at=sa.func.coalesce(principals.c.revoked_at, sa.func.now()))
+                               .returning(*principals.c)).one()
+            audit.append(conn, row.namespace, "token", f"token revoked id={principal_id}", request_id)
+        return _principal(row)
+
+    def authenticate(self, token: object) -> Principal:
+        """The live principal a presented token stands for, else AuthenticationError (never quoting it)."""
+        parts = parse_token(token)
+        principal = None
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(principals).where(principals.c.id == parts.principal_id)).first()
+        # hash and compare even when the id is unknown, so timing does not tell ids apart
+        if not secret_matches(parts.secret, row.secret_hash if row else "0" * 64) or row is None:
+            raise AuthenticationError("unknown token or wrong secret")
+        principal = _principal(row)
+        if principal.revoked_at is not None:
+            raise AuthenticationError(f"token {principal.id} was revoked")
+        if principal.expires_at is not None and principal.expires_at <= datetime.now(timezone.utc):
+            raise AuthenticationError(f"token {principal.id} expired")
+        return principal

@@ -1,0 +1,71 @@
+"""token create | list | revoke: the operator issues agents' credentials (local trust)."""
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from .common import JsonOption, NsOption, emit_json, err, kernel, out
+
+app = typer.Typer(no_args_is_help=True, help="Agent tokens: each binds one principal to one namespace.")
+
+
+def _principal_json(p) -> dict:  # noqa: ANN001
+    return {"id": p.id, "name": p.name, "namespace": p.namespace, "scopes": list(p.scopes),
+            "created_at": p.created_at, "expires_at": p.expires_at, "revoked_at": p.revoked_at}
+
+
+@app.command("create")
+def create(ns: Optional[str] = NsOption, name: str = typer.Option(..., "--name", help="Who holds it, e.g. ci-bot."),
+           scope: str = typer.Option("read", "--scope", help="Comma-separated: read, write, admin."),
+           expires: Optional[str] = typer.Option(None, "--expires", help="A duration: 30d, 12h, 2w."),
+           as_json: bool = JsonOption) -> None:
+    """Create a token for a namespace. It is printed once and never stored."""
+    from ..auth.store import parse_duration
+    from ..ops import for_operator
+
+    expires_in = parse_duration(expires) if expires else None
+    issued = for_operator(kernel(), ns).create_token(None, name, scope, expires_in)
+    p = issued.principal
+    if as_json:
+        emit_json({"id": p.id, "token": issued.token, "namespace": p.namespace, "scopes": list(p.scopes),
+                   "expires_at": p.expires_at, "name": p.name})
+        return
+    typer.echo(issued.token)
+    err.print(f"halomem: token {p.id} for {p.namespace} ({','.join(p.scopes)})"
+              + (f", expires {p.expires_at:%Y-%m-%d %H:%M} UTC" if p.expires_at else "")
+              + ": shown once, store it now", markup=False)
+
+
+@app.command("list")
+def list_tokens(ns: Optional[str] = typer.Option(None, "--ns", help="Only this namespace and below."),
+                as_json: bool = JsonOption) -> None:
+    """Tokens (never their secrets), with their state."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from ..auth.store import PrincipalStore
+    from ..kernel import namespace
+
+    rows = PrincipalStore(kernel().engine).list(namespace(ns) if ns else None)
+    if as_json:
+        emit_json([_principal_json(p) for p in rows])
+        return
+    table = Table("id", "name", "namespace", "scopes", "created", "expires", "state")
+    for p in rows:
+        state = "revoked" if p.revoked_at else "active"
+        table.add_row(p.id, Text(p.name), p.namespace, ",".join(p.scopes), f"{p.created_at:%Y-%m-%d %H:%M}",
+                      f"{p.expires_at:%Y-%m-%d %H:%M}" if p.expires_at else "never", state)
+    out.print(table)
+
+
+@app.command("revoke")
+def revoke(principal_id: str = typer.Argument(..., help="The token's id (hm_<id>_...)."),
+           as_json: bool = JsonOption) -> None:
+    """Revoke a token; the next request that presents it is refused."""
+    from ..auth.store import PrincipalStore
+    from ..write.writer import new_request_id
+
+    p = PrincipalStore(kernel().engine).revoke(principal_id, request_id=new_request_id())
+    emit_json(_principal_json(p)) if as_json else out.print(f"revoked {p.id} ({p.name}, {p.namespace})",
+                                                              markup=False)

@@ -1,0 +1,162 @@
+"""The operations layer: every transport (CLI, REST, MCP) calls these, never the kernel directly.
+
+Each operation authorizes through ``auth.authorize`` (the one decision), names the acting
+principal on every audit row it causes, and leaves exactly one audit row per request: the
+kernel's own for writes and searches, ``<op> ok`` for other reads, ``<op> refused kind=...`` for a
+refused one (ids and kinds only, never content or a token).
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Callable, Sequence, TypeVar
+
+from . import audit
+from .auth import ADMIN, READ, WRITE, Caller, authorize
+from .auth.store import IssuedToken, Principal, PrincipalStore
+from .errors import DriverError, HalomemError, NotFoundError, PermissionDeniedError
+from .kernel import Kernel, namespace
+from .policy import Policy
+from .results import IngestReport, MemoryRow, NewMemory, SearchResult
+from .types import Namespace, ScoredRef
+from .write.writer import new_request_id
+
+T = TypeVar("T")
+
+
+class Operations:
+    """One caller's operations over a booted kernel."""
+
+    def __init__(self, kernel: Kernel, caller: Caller, request_id: str | None = None) -> None:
+        self.kernel = kernel
+        self.caller = caller
+        self.request_id = request_id  # a transport's id for this request (HTTP X-Request-Id), else minted
+
+    @property
+    def namespace(self) -> Namespace:
+        return self.caller.namespace
+
+    def _run(self, op: str, right: str, body: Callable[[Namespace, str], T], target: Namespace | None = None,
+             *, kernel_audits: bool = True) -> T:
+        request_id = self.request_id or new_request_id()
+        with audit.acting_as(self.caller.principal_id):
+            try:
+                ns = authorize(self.caller, right, target)
+                result = body(ns, request_id)
+                if not kernel_audits:
+                    self.kernel.audit_event(ns, op, f"{op} ok", request_id)
+                return result
+            except DriverError:
+                raise  # the kernel audited the failed search itself
+            except HalomemError as exc:
+                self.kernel.audit_event(target or self.caller.namespace, op, f"{op} refused kind={exc.slug}",
+                                        request_id)
+                raise
+
+    def _own_row(self, ns: Namespace, memory_id: str) -> None:
+        """A write to an existing row: the row must be the caller's own. An ancestor's visible row
+        is read-only (403); a row the caller cannot see does not exist for it (404)."""
+        row = self.kernel.visible_row(ns, memory_id)
+        if row is None:
+            raise NotFoundError(f"no memory {memory_id!r} visible from {ns}")
+        if row.namespace != ns.path:
+            raise PermissionDeniedError(f"memory {memory_id} belongs to {row.namespace}, which is read-only"
+                                        f" to {self.caller.label}")
+
+    # --- reads ---------------------------------------------------------------------------------
+    def search(self, query: str, *, k: int = 10, token_budget: int = 2000, sources: Sequence[str] | None = None,
+               driver: str | None = None) -> SearchResult:
+        return self._run("search", READ, lambda ns, rid: self.kernel.search(
+            ns, query, k=k, token_budget=token_budget, sources=sources, driver=driver, request_id=rid))
+
+    def history(self, memory_id: str) -> list[MemoryRow]:
+        return self._run("history", READ, lambda ns, rid: self.kernel.history(ns, memory_id), kernel_audits=False)
+
+    def concepts(self, query: str, k: int = 10) -> list[ScoredRef]:
+        return self._run("concepts", READ, lambda ns, rid: self.kernel.concepts(ns, query, k), kernel_audits=False)
+
+    def entities(self) -> list[dict[str, Any]]:
+        return self._run("entities", READ, lambda ns, rid: self.kernel.entities(ns), kernel_audits=False)
+
+    def effective_policy(self, target: Namespace | None = None) -> Policy:
+        """The caller's own effective policy (read), or a namespace's under it (admin)."""
+        right = READ if target is None else ADMIN
+        return self._run("policy", right, lambda ns, rid: self.kernel.effective_policy(ns), target,
+                         kernel_audits=False)
+
+    # --- writes --------------------------------------------------------------------------------
+    def remember(self, content: str, *, source: str | None = None,
+                 provenance: dict[str, Any] | None = None) -> NewMemory:
+        return self._run("remember", WRITE, lambda ns, rid: self.kernel.remember(
+            ns, content, source=source, provenance=provenance, request_id=rid))
+
+    def supersede(self, old_id: str, content: str, *, source: str | None = None,
+                  provenance: dict[str, Any] | None = None) -> NewMemory:
+        def body(ns: Namespace, rid: str) -> NewMemory:
+            self._own_row(ns, old_id)
+            return self.kernel.supersede(ns, old_id, content, source=source, provenance=provenance, request_id=rid)
+        return self._run("supersede", WRITE, body)
+
+    def erase(self, memory_id: str, *, reason: str = "") -> str:
+        def body(ns: Namespace, rid: str) -> str:
+            self._own_row(ns, memory_id)
+            self.kernel.erase(ns, memory_id, reason=reason, request_id=rid)
+            return rid
+        return self._run("erase", WRITE, body)
+
+    def ingest_bytes(self, raw: bytes, *, fmt: str = "jsonl", skip_bad: bool = False,
+                     label: str = "body") -> IngestReport:
+        return self._run("ingest", WRITE, lambda ns, rid: self.kernel.ingest_bytes(
+            ns, raw, fmt=fmt, skip_bad=skip_bad, label=label, request_id=rid))
+
+    def ingest_file(self, path: Path, *, fmt: str | None = None, skip_bad: bool = False,
+                    progress: Callable[[int], None] | None = None,
+                    on_parsed: Callable[[int], None] | None = None) -> IngestReport:
+        return self._run("ingest", WRITE, lambda ns, rid: self.kernel.ingest(
+            ns, path, fmt=fmt, skip_bad=skip_bad, progress=progress, on_parsed=on_parsed, request_id=rid))
+
+    def add_entity(self, name: str, aliases: Sequence[str] = ()) -> tuple[int, int]:
+        return self._run("entity", WRITE, lambda ns, rid: self.kernel.add_entity(ns, name, aliases, request_id=rid))
+
+    def put_concept(self, path: str, content: str) -> str:
+        def body(ns: Namespace, rid: str) -> str:
+            self.kernel.put_concept(ns, path, content, request_id=rid)
+            return rid
+        return self._run("concept", WRITE, body)
+
+    def materialize_concept(self, path: str) -> NewMemory:
+        return self._run("concept", WRITE, lambda ns, rid: self.kernel.materialize_concept(ns, path, request_id=rid))
+
+    # --- administration (the caller's namespace and its descendants) ---------------------------
+    def set_policy(self, target: Namespace | None, policy: dict[str, Any]) -> Policy:
+        return self._run("policy", ADMIN, lambda ns, rid: self.kernel.set_policy(ns, policy, request_id=rid), target)
+
+    def clear_policy(self, target: Namespace | None) -> bool:
+        return self._run("policy", ADMIN, lambda ns, rid: self.kernel.clear_policy(ns, request_id=rid), target)
+
+    def audit_tail(self, n: int = 20, action: str | None = None) -> list[audit.AuditRow]:
+        return self._run("audit", ADMIN, lambda ns, rid: self.kernel.audit_tail(n, action, subtree=ns),
+                         kernel_audits=False)
+
+    def create_token(self, target: Namespace | None, name: str, scopes: Sequence[str] | str,
+                     expires_in: timedelta | None = None) -> IssuedToken:
+        return self._run("token", ADMIN, lambda ns, rid: PrincipalStore(self.kernel.engine).create(
+            ns, name, scopes, expires_in=expires_in, request_id=rid), target)
+
+    def list_tokens(self) -> list[Principal]:
+        return self._run("token", ADMIN, lambda ns, rid: PrincipalStore(self.kernel.engine).list(ns),
+                         kernel_audits=False)
+
+    def revoke_token(self, principal_id: str) -> Principal:
+        return self._run("token", ADMIN, lambda ns, rid: PrincipalStore(self.kernel.engine).revoke(
+            principal_id, subtree=ns, request_id=rid))
+
+
+def for_token(kernel: Kernel, token: object, request_id: str | None = None) -> Operations:
+    """Authenticate a bearer token (every request: revocation applies at once) and bind its caller."""
+    return Operations(kernel, PrincipalStore(kernel.engine).authenticate(token).caller(), request_id)
+
+
+def for_operator(kernel: Kernel, ns: str | Namespace | None) -> Operations:
+    """Local trust: whoever owns the data dir acts as the operator of ``--ns``."""
+    return Operations(kernel, Caller.operator(namespace(ns)))

@@ -1,0 +1,73 @@
+"""What operations return, shared by the kernel, the HTTP API, the client and the CLI.
+
+Standard library only: the remote client and the CLI's remote mode import these without the
+database stack.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Hit:
+    rank: int
+    score: float
+    tier: str
+    ref: str
+    id: str | None
+    namespace: str | None
+    source: str | None
+    content: str
+    token_estimate: int
+
+
+@dataclass
+class SearchResult:
+    query: str
+    namespace: str
+    driver: str
+    requested_driver: str
+    request_id: str
+    hits: list[Hit] = field(default_factory=list)
+    fallback: str | None = None
+    dropped: int = 0
+    warnings: list[str] = field(default_factory=list)
+    elapsed_ms: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return sum(h.token_estimate for h in self.hits)
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    id: str
+    namespace: str
+    source: str | None
+    request_id: str | None = None
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    id: str
+    namespace: str
+    content: str
+    source: str | None
+    tier: str
+    t_valid_from: datetime
+    t_valid_to: datetime | None
+    supersedes: str | None
+    superseded_by: str | None
+    erased_at: datetime | None
+    provenance: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    written: int
+    skipped: list[tuple[int, str]]
+    ids: list[str]
+    namespace: str = ""
+    request_id: str | None = None

@@ -1,0 +1,236 @@
+"""The HTTP JSON API (`/v1`): routes translate HTTP to halomem.ops and back, nothing more.
+
+The caller is whoever the bearer token names. Bodies are closed models: a field the API does not
+define (a ``namespace`` above all: the token decides it) is refused with nothing written, and so
+is a ``namespace``/``ns`` query parameter. Admin routes name their *target* namespace in the path.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..auth.store import parse_duration
+from ..errors import AuthenticationError, InvalidInputError
+from ..kernel import MAX_BUDGET, MAX_K, Kernel, namespace
+from ..ops import Operations, for_token
+from ..results import MemoryRow, NewMemory, SearchResult
+from .limits import RateLimiter
+
+CALLER_FIELDS = ("namespace", "ns", "caller", "caller_namespace")
+
+
+class Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MemoryIn(Closed):
+    content: str = Field(description="The memory text.")
+    source: Optional[str] = Field(None, description="Where it came from (a document, a thread).")
+    provenance: Optional[dict[str, Any]] = None
+
+
+class SearchIn(Closed):
+    query: str
+    k: int = Field(10, ge=1, le=MAX_K)
+    token_budget: int = Field(2000, ge=1, le=MAX_BUDGET)
+    sources: Optional[list[str]] = None
+    driver: Optional[str] = None
+
+
+class EraseIn(Closed):
+    reason: str = Field("", max_length=2000)
+
+
+class EntityIn(Closed):
+    name: str
+    aliases: list[str] = []
+
+
+class ConceptIn(Closed):
+    content: str
+
+
+class ConceptRef(Closed):
+    path: str
+
+
+class ConceptSearchIn(Closed):
+    query: str
+    k: int = Field(10, ge=1, le=MAX_K)
+
+
+class PolicyIn(Closed):
+    retriever: Optional[str] = None
+    ab_test: Optional[dict[str, Any]] = None
+
+
+class TokenIn(Closed):
+    name: str
+    scopes: list[str] = ["read"]
+    expires: Optional[str] = Field(None, description="A duration such as 30d, 12h or 2w.")
+
+
+def jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return value
+
+
+def search_json(result: SearchResult) -> dict[str, Any]:
+    return {"query": result.query, "namespace": result.namespace, "driver": result.driver,
+            "requested_driver": result.requested_driver, "fallback": result.fallback,
+            "request_id": result.request_id, "tokens": result.tokens, "dropped": result.dropped,
+            "elapsed_ms": round(result.elapsed_ms, 3), "hits": jsonable(result.hits)}
+
+
+def memory_json(made: NewMemory) -> dict[str, Any]:
+    return {"id": made.id, "namespace": made.namespace, "source": made.source, "request_id": made.request_id}
+
+
+def row_json(row: MemoryRow) -> dict[str, Any]:
+    return jsonable(row)
+
+
+def principal_json(p: Any) -> dict[str, Any]:
+    return {"id": p.id, "name": p.name, "namespace": p.namespace, "scopes": list(p.scopes),
+            "created_at": jsonable(p.created_at), "expires_at": jsonable(p.expires_at),
+            "revoked_at": jsonable(p.revoked_at)}
+
+
+def build_router(kernel: Kernel, limiter: RateLimiter) -> APIRouter:
+    def operations(request: Request) -> Operations:
+        header = request.headers.get("authorization") or ""
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise AuthenticationError("missing bearer token (Authorization: Bearer hm_...)")
+        ops = for_token(kernel, token.strip(), getattr(request.state, "request_id", None))
+        limiter.check(ops.caller.principal_id or "-")
+        named = [k for k in request.query_params if k.lower() in CALLER_FIELDS]
+        if named:
+            raise InvalidInputError(f"query parameter {named[0]!r} refused: the token decides the caller namespace")
+        return ops
+
+    r = APIRouter(prefix="/v1")
+    Ops = Depends(operations)
+
+    @r.get("/whoami", summary="The principal this token stands for")
+    def whoami(ops: Operations = Ops) -> dict[str, Any]:
+        c = ops.caller
+        return {"principal": c.principal_id, "name": c.name, "namespace": c.namespace.path,
+                "scopes": sorted(c.scopes)}
+
+    @r.post("/memories", status_code=201, summary="Remember one memory in the caller's namespace")
+    def remember(body: MemoryIn, ops: Operations = Ops) -> dict[str, Any]:
+        return memory_json(ops.remember(body.content, source=body.source, provenance=body.provenance))
+
+    @r.post("/memories:ingest", status_code=201, summary="Bulk ingest a JSONL body (all or nothing)",
+            openapi_extra={"requestBody": {"content": {"application/x-ndjson": {"schema": {"type": "string"}}}}})
+    async def ingest(request: Request, skip_bad: bool = False, format: str = "jsonl",  # noqa: A002
+                     ops: Operations = Ops) -> dict[str, Any]:
+        from starlette.concurrency import run_in_threadpool
+
+        if format not in ("jsonl", "csv"):
+            raise InvalidInputError("format must be jsonl or csv")
+        raw = await request.body()
+        report = await run_in_threadpool(ops.ingest_bytes, raw, fmt=format, skip_bad=skip_bad,
+                                         label=f"body.{format}")
+        return {"written": report.written, "ids": report.ids, "namespace": report.namespace,
+                "request_id": report.request_id,
+                "skipped": [{"line": n, "reason": why} for n, why in report.skipped]}
+
+    @r.post("/memories/{memory_id}/supersede", status_code=201, summary="Replace a chain's head")
+    def supersede(memory_id: str, body: MemoryIn, ops: Operations = Ops) -> dict[str, Any]:
+        made = ops.supersede(memory_id, body.content, source=body.source, provenance=body.provenance)
+        return {**memory_json(made), "supersedes": memory_id}
+
+    @r.post("/memories/{memory_id}/erase", summary="Erase a memory's content for good (tombstone kept)")
+    def erase(memory_id: str, body: EraseIn, ops: Operations = Ops) -> dict[str, Any]:
+        request_id = ops.erase(memory_id, reason=body.reason)
+        return {"erased": memory_id, "namespace": ops.namespace.path, "request_id": request_id}
+
+    @r.get("/memories/{memory_id}/history", summary="The supersedence chain through a memory")
+    def history(memory_id: str, ops: Operations = Ops) -> dict[str, Any]:
+        return {"chain": [row_json(row) for row in ops.history(memory_id)]}
+
+    @r.post("/search", summary="Search what the caller may see")
+    def search(body: SearchIn, ops: Operations = Ops) -> dict[str, Any]:
+        return search_json(ops.search(body.query, k=body.k, token_budget=body.token_budget, sources=body.sources,
+                                      driver=body.driver))
+
+    @r.get("/entities", summary="Entities visible to the caller")
+    def entities(ops: Operations = Ops) -> dict[str, Any]:
+        return {"entities": ops.entities()}
+
+    @r.post("/entities", status_code=201, summary="Register an entity (or add aliases)")
+    def add_entity(body: EntityIn, ops: Operations = Ops) -> dict[str, Any]:
+        entity_id, linked = ops.add_entity(body.name, body.aliases)
+        return {"id": entity_id, "name": body.name, "aliases": body.aliases, "linked": linked,
+                "namespace": ops.namespace.path}
+
+    @r.put("/concepts/{path:path}", summary="Create or replace an L3 concept")
+    def put_concept(path: str, body: ConceptIn, ops: Operations = Ops) -> dict[str, Any]:
+        request_id = ops.put_concept(path, body.content)
+        return {"path": path, "namespace": ops.namespace.path, "request_id": request_id}
+
+    @r.post("/concepts:materialize", status_code=201, summary="Copy a visible concept into L2 as a memory")
+    def materialize(body: ConceptRef, ops: Operations = Ops) -> dict[str, Any]:
+        return {**memory_json(ops.materialize_concept(body.path)), "concept": body.path}
+
+    @r.post("/concepts:search", summary="Search L3 concepts visible to the caller")
+    def concept_search(body: ConceptSearchIn, ops: Operations = Ops) -> dict[str, Any]:
+        return {"hits": jsonable(ops.concepts(body.query, body.k))}
+
+    @r.get("/policy", summary="The caller's effective policy")
+    def own_policy(ops: Operations = Ops) -> dict[str, Any]:
+        policy = ops.effective_policy()
+        return {**policy.to_dict(), "namespace": ops.namespace.path, "from": policy.namespace or "default"}
+
+    @r.get("/policies/{target:path}", summary="A namespace's effective policy (admin)")
+    def get_policy(target: str, ops: Operations = Ops) -> dict[str, Any]:
+        policy = ops.effective_policy(namespace(target))
+        return {**policy.to_dict(), "namespace": target, "from": policy.namespace or "default"}
+
+    @r.put("/policies/{target:path}", summary="Set a namespace's policy (admin)")
+    def set_policy(target: str, body: PolicyIn, ops: Operations = Ops) -> dict[str, Any]:
+        data = body.model_dump(exclude_none=True)
+        return {**ops.set_policy(namespace(target), data).to_dict(), "namespace": target}
+
+    @r.delete("/policies/{target:path}", summary="Clear a namespace's own policy (admin)")
+    def clear_policy(target: str, ops: Operations = Ops) -> dict[str, Any]:
+        return {"namespace": target, "cleared": ops.clear_policy(namespace(target))}
+
+    @r.get("/audit", summary="The newest audit rows of the caller's namespace and below (admin)")
+    def audit_tail(n: int = 20, action: Optional[str] = None, ops: Operations = Ops) -> dict[str, Any]:
+        if not 1 <= n <= 10_000:
+            raise InvalidInputError("n must be between 1 and 10000")
+        return {"rows": jsonable(ops.audit_tail(n, action))}
+
+    @r.get("/tokens", summary="Tokens of the caller's namespace and below (admin; never secrets)")
+    def list_tokens(ops: Operations = Ops) -> dict[str, Any]:
+        return {"tokens": [principal_json(p) for p in ops.list_tokens()]}
+
+    @r.post("/tokens/{target:path}", status_code=201, summary="Create a token for a namespace (admin)")
+    def create_token(target: str, body: TokenIn, ops: Operations = Ops) -> dict[str, Any]:
+        expires_in = parse_duration(body.expires) if body.expires else None
+        issued = ops.create_token(namespace(target), body.name, body.scopes, expires_in)
+        return {**principal_json(issued.principal), "token": issued.token}
+
+    @r.delete("/tokens/{principal_id}", summary="Revoke a token (admin)")
+    def revoke_token(principal_id: str, ops: Operations = Ops) -> dict[str, Any]:
+        return principal_json(ops.revoke_token(principal_id))
+
+    return r
+
+
+def json_response(data: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(jsonable(data), status_code=status)
