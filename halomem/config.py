@@ -10,7 +10,7 @@ from typing import Any, Mapping
 from .errors import ConfigError
 
 ENV_PREFIX = "HALOMEM_"
-KEYS = ("home", "database_url", "embedder", "ns", "sidecar_url")
+KEYS = ("home", "database_url", "embedder", "ns", "sidecar_url", "isolate", "driver_deadline_ms", "driver_memory_mb")
 
 
 def default_home() -> Path:
@@ -28,6 +28,9 @@ class Settings:
     embedder: str = "hash"
     ns: str | None = None
     sidecar_url: str | None = None
+    isolate: str = "untrusted"  # which drivers run in a sandboxed worker: "untrusted" (not halomem's) or "all"
+    driver_deadline_ms: int | str = 5000  # an isolated driver's plan() is killed after this
+    driver_memory_mb: int | str = 1024  # an isolated worker's address-space limit
 
     def with_overrides(self, **flags: Any) -> "Settings":
         return replace(self, **{k: v for k, v in flags.items() if v is not None})

@@ -12,7 +12,6 @@ import threading
 import time
 import unicodedata
 from dataclasses import dataclass, replace
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -24,14 +23,11 @@ from .db.engine import make_engine, make_reader_engine
 from .db import migrations
 from .db.migrations import READER_ROLE, migrate
 from .drivers import DriverRegistry, DriverUnavailableError
-from .drivers.baseline import BaselineDriver
-from .drivers.fusion import FusionDriver
-from .drivers.graph import GraphDriver
-from .drivers.keyword import KeywordDriver
 from .drivers.view import admitted_refs, build_scoped_view
 from .embed import Embedder, get_embedder
 from .errors import DriverError, InvalidInputError, NotFoundError
 from .index import IndexReader, MemoryIndex, Scope
+from .mounts import close_drivers, mount_drivers
 from .results import Hit, IngestReport, MemoryRow, NewMemory, SearchResult
 from .policy import Policy, choose_driver, effective_policy, list_policies, parse_policy
 from .types import InvalidNamespace, Namespace, RetrieverDriver, RetrieverQuery, ScoredRef
@@ -119,30 +115,8 @@ class Kernel:
         engine = make_engine(settings)
         migrate(engine, embedder.name, embedder.dim)
         kernel = cls(settings, engine, embedder, make_reader_engine(engine, READER_ROLE))
-        for driver in (BaselineDriver(), FusionDriver(), GraphDriver(), KeywordDriver()):
-            kernel.registry.mount(driver)
-        if settings.sidecar_url:
-            kernel._mount_sidecar(settings.sidecar_url)
-        if mount_plugins:
-            kernel._mount_entry_points()
+        mount_drivers(kernel.registry, settings, plugins=mount_plugins)
         return kernel
-
-    def _mount_sidecar(self, url: str) -> None:
-        """mem0 is mounted only when configured; a construction failure is logged, never fatal."""
-        from .drivers.mem0 import Mem0Driver
-
-        try:
-            self.registry.mount(Mem0Driver(url))
-        except Exception as exc:
-            log.warning("driver 'mem0' not mounted: %s", exc)
-
-    def _mount_entry_points(self) -> None:
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            try:
-                obj = ep.load()
-                self.registry.mount(obj() if isinstance(obj, type) else obj)
-            except Exception as exc:  # a broken plugin must not fail boot
-                log.warning("driver plugin %r not mounted: %s", ep.name, exc)
 
     def __enter__(self) -> "Kernel":
         return self
@@ -151,7 +125,9 @@ class Kernel:
         self.close()
 
     def close(self) -> None:
-        """Release database connections (the embedded server stops when its last user exits)."""
+        """Release database connections and driver workers (the embedded server stops when its last
+        user exits)."""
+        close_drivers(self.registry)
         if self.reader_engine is not None:
             self.reader_engine.dispose()
         self.engine.dispose()

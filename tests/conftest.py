@@ -57,6 +57,9 @@ def kernel(booted: Kernel) -> Kernel:
     for ns in booted.namespace_indexes():
         booted.drop_namespace_index(ns)
     for name in set(booted.registry.names()) - BUILTIN_DRIVERS:
+        closer = getattr(booted.registry.get(name), "close", None)
+        if callable(closer):
+            closer()  # an isolated driver's workers
         booted.registry.unmount(name)
     return booted
 

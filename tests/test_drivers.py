@@ -1,5 +1,6 @@
 """The driver contract (rules 1-6), the view, and the kernel's search path around drivers."""
 import logging
+import sys
 
 import pytest
 
@@ -176,8 +177,19 @@ def test_entry_point_drivers_are_mounted(kernel, tmp_path, monkeypatch):
         "    def capabilities(self): return Capabilities()\n"
         "    def plan(self, q): return []\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    kernel._mount_entry_points()
-    assert "echoer" in kernel.registry.names() and "broken" not in kernel.registry.names()
+    from halomem.config import Settings
+    from halomem.mounts import mount_drivers
+    from halomem.sandbox.isolated import IsolatedDriver
+
+    mount_drivers(kernel.registry, Settings(driver_deadline_ms=5000))
+    # mounted without importing them here: their code only ever runs in a sandboxed worker
+    assert isinstance(kernel.registry.get("echoer"), IsolatedDriver) and "halomem_testplugin" not in sys.modules
+    kernel.remember("acme", "a fact")
+    served = kernel.search("acme", "fact", driver="echoer")
+    assert served.driver == "echoer" and served.fallback is None and served.hits == []
+    broken = kernel.search("acme", "fact", driver="broken")  # cannot load: baseline answers, audited
+    assert broken.fallback == "broken->baseline" and broken.hits
+    assert "did not load in its sandbox" in kernel.audit_tail(5, "fallback")[-1].detail
 
 
 @pytest.mark.parametrize("query", ["", "  \n ", "nul\x00byte", "bell\x07", "x" * 4097])

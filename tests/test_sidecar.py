@@ -28,8 +28,10 @@ def corpus(kernel):
 
 
 def _mount(kernel, url):
+    from halomem.mounts import _mount_sidecar
+
     kernel.registry.unmount("mem0")
-    kernel._mount_sidecar(url)
+    _mount_sidecar(kernel.registry, url, None)
     assert kernel.registry.has("mem0")
 
 
@@ -154,8 +156,10 @@ def test_constructor_refuses_missing_or_bad_url(monkeypatch, kernel):
         Mem0Driver()
     with pytest.raises(DriverUnavailableError, match="must be http"):
         Mem0Driver("ftp://x")
+    from halomem.mounts import _mount_sidecar
+
     kernel.registry.unmount("mem0")
-    kernel._mount_sidecar("not a url")  # logged, never fatal
+    _mount_sidecar(kernel.registry, "not a url", None)  # logged, never fatal
     assert not kernel.registry.has("mem0")
 
 

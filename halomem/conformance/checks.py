@@ -39,6 +39,7 @@ class Report:
     driver: str
     origin: str
     checks: list[CheckResult] = field(default_factory=list)
+    isolation: str = "in-process"  # or what confined the worker the driver ran in
 
     @property
     def passed_count(self) -> int:
@@ -50,7 +51,7 @@ class Report:
 
     def to_dict(self) -> dict:
         return {"driver": self.driver, "origin": self.origin, "ok": self.ok, "passed": self.passed_count,
-                "total": len(CHECK_IDS),
+                "total": len(CHECK_IDS), "isolation": self.isolation,
                 "checks": [{"id": c.id, "result": c.result, "detail": c.detail} for c in self.checks]}
 
 

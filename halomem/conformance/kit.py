@@ -12,9 +12,9 @@ from ..drivers.view import admitted_refs, build_scoped_view
 from ..index import Scope
 from ..types import Namespace, RetrieverDriver, RetrieverQuery, ScoredRef
 from . import checks
-from .checks import Call, Report
+from .checks import CHECK_IDS, Call, Report
 from .fixture import FixtureData, load_fixture
-from .loader import load_driver
+from .loader import is_builtin, load_driver
 
 
 class ConformanceKit:
@@ -62,10 +62,11 @@ class ConformanceKit:
         return plan
 
     def certify(self, driver: RetrieverDriver, source_path: Path | None = None, *,
-                latency_budget_ms: float | None = None, origin: str = "") -> Report:
+                latency_budget_ms: float | None = None, origin: str = "", isolation: str = "in-process") -> Report:
         plan = self._planner(driver)
         fx = self.fixture
-        report = Report(getattr(driver, "name", type(driver).__name__), origin or type(driver).__module__)
+        report = Report(getattr(driver, "name", type(driver).__name__), origin or type(driver).__module__,
+                        isolation=isolation)
         report.checks = [
             checks.finds_planted_fact(plan, fx, self.planted),
             checks.respects_scoped_view(plan, fx, self.canaries),
@@ -78,12 +79,69 @@ class ConformanceKit:
 
 
 def certify(target: str | RetrieverDriver, source_path: Path | None = None, *,
-            latency_budget_ms: float | None = None) -> Report:
-    """One-shot: load (if given a name or path), open a fixture, run the six checks."""
+            latency_budget_ms: float | None = None, isolate_builtins: bool = False) -> Report:
+    """One-shot: open a fixture and run the six checks.
+
+    A name or path other than halomem's own drivers is certified as production runs it: the static
+    scan first (a file that fails it is never executed: the other checks are not run), then the
+    checks against the driver in a sandboxed worker. An object is certified in-process.
+    """
+    if isinstance(target, str) and (isolate_builtins or not is_builtin(target)):
+        return certify_isolated(target, source_path, latency_budget_ms=latency_budget_ms)
     if isinstance(target, str):
         loaded = load_driver(target)
         driver, source_path, origin = loaded.driver, source_path or loaded.source_path, loaded.origin
+        isolation = "in-process (halomem's own driver)"
     else:
-        driver, origin = target, type(target).__module__
+        driver, origin, isolation = target, type(target).__module__, "in-process (object supplied by the caller)"
     with ConformanceKit.open() as kit:
-        return kit.certify(driver, source_path, latency_budget_ms=latency_budget_ms, origin=origin)
+        return kit.certify(driver, source_path, latency_budget_ms=latency_budget_ms, origin=origin,
+                           isolation=isolation)
+
+
+NOT_EXECUTED = "not run: the cartridge failed the static scan, so it was never executed"
+
+
+def certify_isolated(target: str, source_path: Path | None = None, *, latency_budget_ms: float | None = None,
+                     limits=None) -> Report:  # noqa: ANN001 - sandbox.isolated.Limits
+    from ..sandbox import cartridge as carts
+    from ..sandbox.isolated import IsolatedDriver
+
+    cartridge = _cartridge(target, carts)
+    scan_path = source_path or cartridge.source_path
+    scanned = checks.read_only(scan_path)
+    if not scanned.passed:
+        detail = scanned.detail if scanned.passed is False else "no source file found to scan: not executed"
+        report = Report(cartridge.name, target, isolation="not executed")
+        report.checks = [checks.CheckResult(cid, None, NOT_EXECUTED) for cid in CHECK_IDS]
+        report.checks[4] = checks.CheckResult(CHECK_IDS[4], False, detail)
+        return report
+    from ..drivers import DriverUnavailableError
+    from ..errors import DriverError
+
+    driver = IsolatedDriver(cartridge, limits)
+    try:
+        with ConformanceKit.open() as kit:
+            try:
+                driver.capabilities()  # start the worker: its confinement goes into the report
+            except DriverUnavailableError as exc:
+                raise DriverError(f"{target}: {exc}") from None
+            report = kit.certify(driver, scan_path, latency_budget_ms=latency_budget_ms, origin=target,
+                                 isolation=f"isolated worker: {driver.confinement}")
+            report.driver = driver.reported_name or report.driver
+            return report
+    finally:
+        driver.close()
+
+
+def _cartridge(target: str, carts):  # noqa: ANN001, ANN202
+    from ..errors import DriverError
+
+    if target.endswith(".py") or "/" in target:
+        return carts.from_path(Path(target))
+    if is_builtin(target):
+        return carts.from_module(f"halomem.drivers.{target}", target)
+    ep = carts.find_entry_point(target)
+    if ep is None:
+        raise DriverError(f"no driver named {target!r} (not in halomem/drivers/, not a .py path, not an entry point)")
+    return carts.from_entry_point(ep)

@@ -9,6 +9,7 @@ from .checks import CHECK_IDS, Report
 
 def render(report: Report, console: Console) -> None:
     console.print(f"conformance report - driver '{report.driver}' ({report.origin})", markup=False)
+    console.print(f"ran: {report.isolation}", markup=False)
     table = Table(show_edge=False)
     table.add_column("check", no_wrap=True)
     table.add_column("result", no_wrap=True)

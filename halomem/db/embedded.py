@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any, Iterator
 
 from ..errors import ConfigError, DatabaseUnavailableError
-from . import tuning
+from . import credentials, tuning
 
 PGDATA = "pgdata"
 PIN_FILE = "server.pinned"
@@ -126,7 +126,7 @@ def attach(home: Path) -> str:
             server.cleanup_mode = None
 
     atexit.register(keep_if_pinned)
-    return server.get_uri(driver="psycopg")
+    return credentials.secure(pgdata, home, server.get_uri(driver="psycopg"))
 
 
 def pin(home: Path, pinned: bool) -> None:
@@ -192,7 +192,7 @@ def ephemeral_server(prefix: str = "halomem-ephemeral-") -> Iterator[str]:
         shutil.rmtree(base, ignore_errors=True)
         raise DatabaseUnavailableError(f"ephemeral PostgreSQL did not start: {exc}") from None
     try:
-        yield server.get_uri(driver="psycopg")
+        yield credentials.secure(base / PGDATA, base, server.get_uri(driver="psycopg"))
     finally:
         server.cleanup()
         shutil.rmtree(base, ignore_errors=True)

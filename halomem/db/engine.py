@@ -42,16 +42,35 @@ def make_engine(settings: Settings, pool_size: int = 10) -> sa.Engine:
 
 
 def make_reader_engine(engine: sa.Engine, role: str, pool_size: int = 10) -> sa.Engine | None:
-    """The same server as ``role`` (SELECT-only), or None where that login is not possible."""
-    url = engine.url.set(username=role, password=None)
-    reader = sa.create_engine(url, pool_size=pool_size, max_overflow=10, pool_pre_ping=True,
-                              connect_args=CONNECT_ARGS)
-    try:
-        with reader.connect() as conn:
-            usable = conn.exec_driver_sql("SELECT has_table_privilege(current_user, 'memories', 'SELECT')").scalar()
-    except sa.exc.SQLAlchemyError:
-        usable = False
-    if not usable:
+    """The same server as ``role`` (SELECT-only), or None where that login is not possible.
+
+    When the admin URL carries a password, the reader's is derived from it (db.credentials) and
+    set on the role if it does not log in yet.
+    """
+    from .credentials import derive_reader_password
+    from .migrations import set_role_password
+
+    password = derive_reader_password(engine.url.password) if engine.url.password else None
+    reader = sa.create_engine(engine.url.set(username=role, password=password), pool_size=pool_size,
+                              max_overflow=10, pool_pre_ping=True, connect_args=CONNECT_ARGS)
+
+    def usable() -> bool:
+        try:
+            with reader.connect() as conn:
+                return bool(conn.exec_driver_sql(
+                    "SELECT has_table_privilege(current_user, 'memories', 'SELECT')").scalar())
+        except sa.exc.SQLAlchemyError:
+            return False
+
+    ok = usable()
+    if not ok and password:
+        try:
+            with engine.begin() as conn:
+                changed = set_role_password(conn, role, password)
+            ok = changed and usable()  # after the commit: the new password is visible
+        except sa.exc.SQLAlchemyError:
+            ok = False
+    if not ok:
         reader.dispose()
         return None
     return reader

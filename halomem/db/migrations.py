@@ -135,6 +135,16 @@ def _v3_principals(conn: Connection, dim: int) -> None:
     conn.exec_driver_sql("ALTER TABLE audit_log ADD COLUMN IF NOT EXISTS principal text")
 
 
+def set_role_password(conn: Connection, role: str, password: str) -> bool:
+    """Give an existing login role a password (derived by db.credentials: letters and digits only)."""
+    if not password.isalnum() or not role.isidentifier():
+        raise ValueError("role and password must be plain identifiers")
+    if not conn.exec_driver_sql(f"SELECT 1 FROM pg_roles WHERE rolname = '{role}'").scalar():
+        return False
+    conn.exec_driver_sql(f"ALTER ROLE {role} PASSWORD '{password}'")
+    return True
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (1, "initial schema", _v1_initial),
     (2, "select-only reader role", _v2_reader_role),
