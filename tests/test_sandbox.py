@@ -315,3 +315,101 @@ def test_ephemeral_servers_require_passwords_too():
             psycopg.connect(f"host={parsed.query['host']} user=postgres dbname=postgres connect_timeout=3")
         with psycopg.connect(parsed.set(drivername="postgresql").render_as_string(hide_password=False)) as conn:
             assert conn.execute("SELECT 1").fetchone()[0] == 1
+
+
+# --- legitimate cartridges pass 6/6 under exactly the isolation production uses -------------------
+def _certify_isolated(kit, cartridge):  # noqa: ANN001, ANN202
+    driver = IsolatedDriver(cartridge, Limits(deadline_s=10))
+    try:
+        driver.capabilities()
+        return kit.certify(driver, cartridge.source_path, isolation=f"isolated worker: {driver.confinement}")
+    finally:
+        driver.close()
+
+
+@pytest.mark.parametrize("name", ["baseline", "fusion", "graph", "keyword"])
+def test_shipped_drivers_pass_six_of_six_isolated(halomem_conformance_kit, name):
+    from halomem.sandbox.cartridge import from_module
+
+    report = _certify_isolated(halomem_conformance_kit, from_module(f"halomem.drivers.{name}", name))
+    assert report.ok, report.to_dict()
+    assert report.isolation.startswith("isolated worker: landlock abi")
+
+
+def test_mem0_client_isolated_reaches_only_its_declared_sidecar(halomem_conformance_kit):
+    from urllib.parse import urlsplit
+
+    from halomem.sandbox.cartridge import from_module
+    from halomem.sidecar.server import SidecarServer
+
+    server = SidecarServer()
+    server.start_background()
+    try:
+        port = urlsplit(server.url).port
+        cartridge = from_module("halomem.drivers.mem0", "mem0", init_args=(server.url,), net_ports=(port,))
+        report = _certify_isolated(halomem_conformance_kit, cartridge)
+        assert report.ok, report.to_dict()
+        assert f"tcp connect only to [{port}]" in report.isolation
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _third_party(tmp_path: Path) -> Path:
+    dist = tmp_path / "thirdparty_cartridge-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty-cartridge\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[halomem.drivers]\nthirdparty = thirdparty_cartridge:Ranker\n")
+    (tmp_path / "thirdparty_cartridge.py").write_text(textwrap.dedent('''
+        from halomem.retrieval import hybrid_rank
+        from halomem.types import Capabilities
+
+        class Ranker:
+            name = "thirdparty"
+
+            def capabilities(self):
+                return Capabilities()
+
+            def plan(self, q):
+                return hybrid_rank(q)
+    '''))
+    return tmp_path
+
+
+def test_third_party_entry_point_certified_isolated_by_the_cli(cli_env, tmp_path):
+    import json
+    import subprocess
+
+    root = _third_party(tmp_path)
+    env = {**cli_env, "PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, "-m", "halomem.cli.main", "conformance", "thirdparty", "--json"],
+                          env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["ok"] and report["isolation"].startswith("isolated worker: landlock abi")
+    assert report["driver"] == "thirdparty"
+
+
+def test_a_file_that_fails_the_scan_is_never_executed(cli_env, tmp_path):
+    import json
+    import subprocess
+
+    marker = tmp_path / "executed.txt"
+    path = tmp_path / "sneaky.py"
+    path.write_text(textwrap.dedent(f'''
+        import sqlalchemy  # forbidden: the scan fails
+        open({str(marker)!r}, "w").write("module code ran")
+
+        class Sneaky:
+            name = "sneaky"
+            def plan(self, q):
+                return []
+    '''))
+    proc = subprocess.run([sys.executable, "-m", "halomem.cli.main", "conformance", str(path), "--json"],
+                          env=cli_env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 10
+    report = json.loads(proc.stdout)
+    assert report["isolation"] == "not executed" and report["passed"] == 0
+    results = {c["id"]: c["result"] for c in report["checks"]}
+    assert results.pop("read-only") == "FAIL" and set(results.values()) == {"SKIP"}
+    assert not marker.exists()

@@ -89,6 +89,19 @@ def serve(memories: int = typer.Option(100_000, help="Corpus size."),
     _finish(run_serve(memories, _split_ints(clients), requests, out_dir, _say), as_json)
 
 
+@app.command()
+def isolation(driver: List[str] = typer.Option(["baseline", "fusion", "graph", "keyword"], "--driver"),
+              queries: Optional[int] = typer.Option(None, help="Only the first N LoCoMo questions."),
+              embedder: str = typer.Option("hash", help="hash or minilm."),
+              path: Optional[Path] = typer.Option(None, help="LoCoMo JSON."),
+              out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
+    """plan() p50/p95 per driver in-process vs in a sandboxed worker, and identical rankings."""
+    from ..bench.datasets import load_locomo
+    from ..bench.isolation import run_isolation
+
+    _finish(run_isolation(load_locomo(path or DEFAULT_LOCOMO), driver, out_dir, queries, embedder, _say), as_json)
+
+
 @app.command("cli")
 def cli_speed(repeats: int = typer.Option(5), out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
     """Wall time of `halomem search` as a fresh process, server running vs not."""

@@ -22,7 +22,10 @@ def register(app: typer.Typer) -> None:
         from ..conformance import certify
         from ..conformance.report import render
 
-        report = certify(target, source, latency_budget_ms=latency_budget_ms)
+        from .common import settings
+
+        isolate_all = settings().isolate == "all"  # HALOMEM_ISOLATE=all certifies halomem's own drivers isolated too
+        report = certify(target, source, latency_budget_ms=latency_budget_ms, isolate_builtins=isolate_all)
         if as_json:
             emit_json(report.to_dict())
         else:

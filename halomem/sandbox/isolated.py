@@ -69,6 +69,7 @@ class Worker:
         self.rfd, self.wfd = parent_r, parent_w
         for fd in (parent_r, parent_w):
             os.set_inheritable(fd, False)
+            wire.widen_pipe(fd)
         self.alive = True
         try:
             wire.send(self.wfd, {"cartridge": cartridge.spec(), "list_paths": list(cartridge.sys_path),
@@ -105,20 +106,20 @@ class Worker:
 def _answer(view: Any, name: str, args: list) -> Any:
     """Run one proxy-view call against the real view, with arguments checked as the kernel's own."""
     if name == "candidates" and len(args) == 1 and _is_int(args[0]):
-        return [wire.candidate_out(c) for c in view.candidates(args[0])]
+        return wire.candidates_out(view.candidates(args[0]))
     if name == "lexical_candidates" and len(args) == 2 and isinstance(args[0], str) and _is_int(args[1]):
         if not callable(getattr(view, "lexical_candidates", None)):
             raise AttributeError("this view has no lexical_candidates")
-        return [wire.candidate_out(c) for c in view.lexical_candidates(args[0][:MAX_TEXT_CHARS], args[1])]
+        return wire.candidates_out(view.lexical_candidates(args[0][:MAX_TEXT_CHARS], args[1]))
     if name == "vector_search" and len(args) == 2 and _is_vector(args[0]) and _is_int(args[1]):
-        return [wire.vector_hit_out(h) for h in view.vector_search(args[0], args[1])]
+        return wire.vector_hits_out(view.vector_search(args[0], args[1]))
     if name == "embed" and len(args) == 1 and isinstance(args[0], list) and len(args[0]) <= MAX_EMBED_TEXTS \
             and all(isinstance(t, str) and len(t) <= MAX_TEXT_CHARS for t in args[0]):
         return [[float(x) for x in v] for v in view.embed(args[0])]
     if name == "concepts" and len(args) == 2 and isinstance(args[0], str) and _is_int(args[1]):
-        return [wire.scored_ref_out(r) for r in view.concepts(args[0][:MAX_TEXT_CHARS], args[1])]
+        return wire.scored_refs_out(view.concepts(args[0][:MAX_TEXT_CHARS], args[1]))
     if name == "entity_facts" and len(args) == 2 and isinstance(args[0], str) and args[1] in (1, 2):
-        return [wire.entity_fact_out(f) for f in view.entity_facts(args[0][:MAX_TEXT_CHARS], args[1])]
+        return wire.entity_facts_out(view.entity_facts(args[0][:MAX_TEXT_CHARS], args[1]))
     raise ValueError(f"no view call {name!r} with these arguments")
 
 

@@ -65,35 +65,43 @@ def recv(fd: int, deadline: float | None = None) -> Any:
         raise WireError(f"not a JSON frame: {type(exc).__name__}") from None
 
 
-# --- the contract's types as data (kernel -> worker: trusted; worker -> kernel: validated) -------
-def candidate_out(c: Candidate) -> dict:
-    return {"ref": c.ref, "content": c.content, "source": c.source}
+# --- the contract's types as rows, in field order (kernel -> worker: trusted; worker -> kernel:
+# validated). Rows rather than objects: a view call can carry thousands, and lists encode faster.
+def candidates_out(items: list[Candidate]) -> list:
+    return [(c.ref, c.content, c.source) for c in items]
 
 
-def vector_hit_out(h: VectorHit) -> dict:
-    return {"ref": h.ref, "content": h.content, "score": h.score, "source": h.source}
+def vector_hits_out(items: list[VectorHit]) -> list:
+    return [(h.ref, h.content, h.score, h.source) for h in items]
 
 
-def entity_fact_out(f: EntityFact) -> dict:
-    return {"ref": f.ref, "content": f.content, "entity": f.entity, "hop": f.hop}
+def entity_facts_out(items: list[EntityFact]) -> list:
+    return [(f.ref, f.content, f.entity, f.hop) for f in items]
 
 
-def scored_ref_out(r: ScoredRef) -> dict:
-    return {"id": r.id, "tier": r.tier, "ref": r.ref, "score": r.score, "content": r.content,
-            "token_estimate": r.token_estimate}
+def scored_refs_out(items: list[ScoredRef]) -> list:
+    return [(r.id, r.tier, r.ref, r.score, r.content, r.token_estimate) for r in items]
 
 
-def scored_ref_in(data: Any) -> ScoredRef:
+def scored_ref_in(row: Any) -> ScoredRef:
     """A ScoredRef from a worker, checked field by field (anything else is a protocol violation)."""
-    if not isinstance(data, dict) or set(data) != {"id", "tier", "ref", "score", "content", "token_estimate"}:
+    if not isinstance(row, list) or len(row) != 6:
         raise WireError("a result is not a ScoredRef")
-    ok = (isinstance(data["ref"], str) and len(data["ref"]) <= 1024 and data["tier"] in ("L2", "L3")
-          and (data["id"] is None or isinstance(data["id"], str) and len(data["id"]) <= 1024)
-          and isinstance(data["score"], (int, float)) and not isinstance(data["score"], bool)
-          and math.isfinite(data["score"]) and isinstance(data["content"], str)
-          and isinstance(data["token_estimate"], int) and not isinstance(data["token_estimate"], bool)
-          and data["token_estimate"] >= 0)
+    id_, tier, ref, score, content, tokens = row
+    ok = (isinstance(ref, str) and len(ref) <= 1024 and tier in ("L2", "L3")
+          and (id_ is None or isinstance(id_, str) and len(id_) <= 1024)
+          and isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score)
+          and isinstance(content, str) and isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0)
     if not ok:
         raise WireError("a result has a field of the wrong type")
-    return ScoredRef(data["id"], data["tier"], data["ref"], float(data["score"]), data["content"],
-                     data["token_estimate"])
+    return ScoredRef(id_, tier, ref, float(score), content, tokens)
+
+
+def widen_pipe(fd: int, size: int = 1 << 20) -> None:
+    """A larger pipe buffer: a 500-candidate reply then crosses in one write, not 64 KiB turns."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
+    except (OSError, AttributeError):
+        pass

@@ -35,22 +35,22 @@ class ProxyScopedView:
         return reply["ok"]
 
     def candidates(self, limit: int = 500) -> list[Candidate]:
-        return [Candidate(**c) for c in self._call("candidates", int(limit))]
+        return [Candidate(*c) for c in self._call("candidates", int(limit))]
 
     def lexical_candidates(self, query: str, limit: int) -> list[Candidate]:
-        return [Candidate(**c) for c in self._call("lexical_candidates", str(query), int(limit))]
+        return [Candidate(*c) for c in self._call("lexical_candidates", str(query), int(limit))]
 
     def vector_search(self, embedding: Sequence[float], k: int) -> list[VectorHit]:
-        return [VectorHit(**h) for h in self._call("vector_search", [float(x) for x in embedding], int(k))]
+        return [VectorHit(*h) for h in self._call("vector_search", [float(x) for x in embedding], int(k))]
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return self._call("embed", [str(t) for t in texts])
 
     def concepts(self, query: str, k: int) -> list[ScoredRef]:
-        return [ScoredRef(**r) for r in self._call("concepts", str(query), int(k))]
+        return [ScoredRef(*r) for r in self._call("concepts", str(query), int(k))]
 
     def entity_facts(self, mention: str, hops: Literal[1, 2]) -> list[EntityFact]:
-        return [EntityFact(**f) for f in self._call("entity_facts", str(mention), int(hops))]
+        return [EntityFact(*f) for f in self._call("entity_facts", str(mention), int(hops))]
 
 
 class _ForwardWarnings(logging.Handler):
@@ -94,7 +94,7 @@ def serve(rfd: int, wfd: int) -> None:
             refs = driver.plan(RetrieverQuery(query=job["query"], view=view, token_budget=job["budget"], k=job["k"]))
             if not isinstance(refs, list) or not all(isinstance(r, ScoredRef) for r in refs):
                 raise TypeError("plan() must return a list of ScoredRef")
-            wire.send(wfd, {"done": [wire.scored_ref_out(r) for r in refs]})
+            wire.send(wfd, {"done": wire.scored_refs_out(refs)})
         except DriverUnavailableError as exc:
             wire.send(wfd, {"unavailable": str(exc)[:300]})
         except wire.WireError:
