@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 import sqlalchemy as sa
 
 from . import audit
+from .audit.heads import Head
 from .config import Settings, load_settings
 from .db.engine import make_engine, make_reader_engine
 from .db import migrations
@@ -128,6 +129,7 @@ class Kernel:
         """Release database connections and driver workers (the embedded server stops when its last
         user exits)."""
         close_drivers(self.registry)
+        self.record_audit_head()
         if self.reader_engine is not None:
             self.reader_engine.dispose()
         self.engine.dispose()
@@ -150,8 +152,13 @@ class Kernel:
         return replace(made, request_id=request_id)
 
     def erase(self, ns: str | Namespace, memory_id: str, *, reason: str = "", request_id: str | None = None) -> None:
-        """Remove a memory's content and vector for good, keeping a tombstone and an audit row."""
+        """Remove a memory's content, vector, source, provenance and mentions; keep a tombstone (id,
+        namespace, validity times) and an audit row with ids only. ``purge`` then rewrites the files."""
         self.writer.erase(namespace(ns), memory_id, reason=reason, request_id=request_id)
+
+    def purge(self) -> None:
+        """Leave no copy of erased content in live table, TOAST or index files (operator only)."""
+        self.writer.purge()
 
     def ingest(self, ns: str | Namespace, path: Path, *, fmt: str | None = None, skip_bad: bool = False,
                progress: Callable[[int], None] | None = None,
@@ -367,9 +374,27 @@ class Kernel:
         with self.engine.connect() as conn:
             return audit.tail(conn, n, action, str(subtree) if subtree is not None else None)
 
-    def audit_verify(self) -> audit.VerifyResult:
+    def audit_verify(self, expected: Sequence[Head] = ()) -> audit.VerifyResult:
+        """Recompute the hash chain; the heads recorded outside the database (and ``expected``) must
+        still be in it, so deleting the newest rows or rewriting the chain is caught. Records the
+        verified head."""
+        from .audit import heads
+
         with self.engine.connect() as conn:
-            return audit.verify(conn)
+            result = audit.verify(conn, expected=[*heads.read(self.settings.home), *expected])
+        if result.ok and result.head_seq is not None:
+            self.record_audit_head()
+        return result
+
+    def record_audit_head(self) -> None:
+        """Append the chain's newest seq:hash to $HALOMEM_HOME/audit-heads.log (outside the database)."""
+        from .audit import heads
+
+        try:
+            with self.engine.connect() as conn:
+                heads.record(self.settings.home, audit.log.head(conn))
+        except OSError as exc:
+            log.warning("audit head not recorded in %s: %s", self.settings.home, exc.strerror or exc)
 
     # --- namespace indexes (see db.migrations.create_namespace_indexes) ---------------------
     def index_namespace(self, ns: str | Namespace) -> bool:

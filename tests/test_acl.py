@@ -63,7 +63,7 @@ def test_source_scoping_narrows_and_concepts_fail_closed(kernel):
     scoped = kernel.search("acme", "release train", sources=["wiki"])
     assert [h.ref for h in scoped.hits] == [a]
     unscoped = kernel.search("acme", "release train", k=10)
-    assert any(h.tier == "L3" and h.ref == "process/release" for h in unscoped.hits)
+    assert any(h.tier == "L3" and h.ref == "acme:process/release" for h in unscoped.hits)
 
 
 def test_history_keeps_chain_but_respects_namespace(kernel):

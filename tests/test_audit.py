@@ -56,3 +56,65 @@ def test_cli_audit_verify_exit_code_names_row(kernel, cli):
     assert proc.returncode == 9
     assert proc.stderr.strip() == "halomem: integrity error: audit chain broken at row 4: row 4 was altered (hash mismatch)"
     assert count(kernel, "SELECT count(*) FROM audit_log") == 6
+
+
+# --- truncation and rewriting, caught by heads kept outside the database ---------------------------
+def _recorded(kernel):  # noqa: ANN001, ANN202
+    _seed(kernel)
+    result = kernel.audit_verify()  # records the head in $HALOMEM_HOME/audit-heads.log
+    assert result.ok and result.head_seq == 6 and len(result.head_hash) == 64
+    return result
+
+
+def test_deleting_the_newest_rows_is_caught(kernel):
+    _recorded(kernel)
+    with kernel.engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM audit_log WHERE seq >= 5"))
+    result = kernel.audit_verify()
+    assert not result.ok and result.first_bad_seq == 6 and "gone" in result.reason
+
+
+def test_rewriting_the_newest_row_is_caught(kernel):
+    from halomem.audit.log import row_hash
+
+    _recorded(kernel)
+    with kernel.engine.begin() as conn:  # a consistent forgery of the last row: the chain itself verifies
+        r = conn.execute(sa.text("SELECT * FROM audit_log WHERE seq = 6")).one()
+        forged = row_hash(r.prev_hash, r.seq, r.at, r.actor_ns, r.action, "search ok returned=0", r.request_id)
+        conn.execute(sa.text("UPDATE audit_log SET detail = 'search ok returned=0', hash = :h WHERE seq = 6"),
+                     {"h": forged})
+    result = kernel.audit_verify()
+    assert not result.ok and result.first_bad_seq == 6 and "rewritten" in result.reason
+
+
+def test_rewriting_the_whole_chain_is_caught(kernel):
+    from halomem.audit.log import GENESIS, row_hash
+
+    _recorded(kernel)
+    with kernel.engine.begin() as conn:
+        prev = GENESIS
+        for r in conn.execute(sa.text("SELECT * FROM audit_log ORDER BY seq")).all():
+            detail = r.detail + " (edited)"
+            digest = row_hash(prev, r.seq, r.at, r.actor_ns, r.action, detail, r.request_id, r.principal)
+            conn.execute(sa.text("UPDATE audit_log SET detail = :d, prev_hash = :p, hash = :h WHERE seq = :s"),
+                         {"d": detail, "p": prev, "h": digest, "s": r.seq})
+            prev = digest
+    result = kernel.audit_verify()
+    assert not result.ok and "rewritten" in result.reason
+
+
+def test_expect_head_and_json_fields(kernel, cli):
+    import json
+
+    _seed(kernel)
+    verified = cli("audit", "verify", "--json")
+    assert verified.returncode == 0
+    data = json.loads(verified.stdout)
+    head = f"{data['head_seq']}:{data['head_hash']}"
+    assert cli("audit", "verify", "--expect-head", head).returncode == 0
+    (kernel.settings.home / "audit-heads.log").unlink()  # an attacker who also reached the home dir...
+    with kernel.engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM audit_log WHERE seq = :s"), {"s": data["head_seq"]})
+    refused = cli("audit", "verify", "--expect-head", head)  # ...is still caught by a head kept elsewhere
+    assert refused.returncode == 9 and "gone" in refused.stderr
+    assert cli("audit", "verify", "--expect-head", "12:nothex").returncode == 3

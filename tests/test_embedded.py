@@ -47,6 +47,32 @@ def test_db_lifecycle_start_pin_stop(cli_env, tmp_path):
     assert json.loads(hm("db", "status", "--json").stdout)["running"] is False
 
 
+def test_db_stop_refuses_while_another_process_is_attached(cli_env, tmp_path):
+    home = tmp_path / "home"
+    env = {**cli_env, "HALOMEM_HOME": str(home)}
+
+    def hm(*args):
+        return subprocess.run([sys.executable, "-m", "halomem.cli.main", *args], env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    assert hm("db", "start").returncode == 0
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from pathlib import Path; from halomem.config import Settings;"
+        "from halomem.kernel import Kernel; k = Kernel.boot(Settings(home=Path(sys.argv[1])));"
+        "print('attached', flush=True); time.sleep(120)"), str(home)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "attached"
+        refused = hm("db", "stop")
+        assert refused.returncode == 5 and f"pid {holder.pid}" in refused.stderr
+        assert refused.stderr.count("\n") == 1 and "--force" in refused.stderr
+        assert json.loads(hm("db", "status", "--json").stdout)["running"] is True
+        assert hm("db", "stop", "--force").returncode == 0
+        assert json.loads(hm("db", "status", "--json").stdout)["running"] is False
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_foreign_home_via_cli(cli_env, tmp_path):
     (tmp_path / "data.bin").write_bytes(b"\x00\x01")
     proc = subprocess.run([sys.executable, "-m", "halomem.cli.main", "search", "--ns", "a", "q"],

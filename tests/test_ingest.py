@@ -115,3 +115,37 @@ def test_sigkill_during_bulk_ingest_loses_nothing_reported(kernel, cli_env, tmp_
                         capture_output=True, text=True, timeout=60)
     if not kernel.settings.database_url:
         assert child.pid not in json.loads(st.stdout)["attached_pids"]
+
+
+@pytest.mark.parametrize("body,bad_lines", [
+    ('content,source\n"unterminated quote,a\nnext row,b\nthird row,c\n', [2]),
+    ('content,source\n"stray "quote" inside",a\nfine,b\n', [2]),
+    ('content,source\none value only\ntwo,values\nthree,values,too many\n', [2, 4]),
+    ('content,source\nnul \x00 inside,a\nfine,b\n', [2]),
+])
+def test_malformed_csv_is_refused_with_every_bad_line(kernel, tmp_path, body, bad_lines):
+    p = tmp_path / "bad.csv"
+    p.write_text(body, encoding="utf-8")
+    with pytest.raises(IngestError) as refused:
+        kernel.ingest("acme", p)
+    for n in bad_lines:
+        assert f"bad.csv:{n}:" in str(refused.value)
+    assert f"{len(bad_lines)} bad line(s)" in str(refused.value)
+    assert count(kernel, "SELECT count(*) FROM memories") == 0
+    report = kernel.ingest("acme", p, skip_bad=True)
+    assert [n for n, _ in report.skipped] == bad_lines and report.written >= 1
+
+
+def test_quoted_multiline_csv_is_still_fine(kernel, tmp_path):
+    p = tmp_path / "ok.csv"
+    p.write_text('content,source\n"a fact\\nover two lines, with a comma",a\nplain,b\n'.replace("\\n", "\n"),
+                 encoding="utf-8")
+    assert kernel.ingest("acme", p).written == 2
+
+
+def test_skip_bad_with_every_line_bad_fails(kernel, tmp_path, cli):
+    p = tmp_path / "allbad.jsonl"
+    p.write_text("{no\n{nope\n", encoding="utf-8")
+    result = cli("ingest", "--ns", "acme", str(p), "--skip-bad")
+    assert result.returncode == 11 and "every line is bad" in result.stderr
+    assert count(kernel, "SELECT count(*) FROM memories") == 0

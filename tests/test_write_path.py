@@ -47,6 +47,18 @@ def test_supersede_of_non_head_is_conflict_and_other_namespace_not_found(kernel)
         kernel.supersede("acme", "m_doesnotexist", "x")
 
 
+def test_conflict_names_the_chains_actual_state(kernel):
+    a = kernel.remember("acme", "v1").id
+    b = kernel.supersede("acme", a, "v2").id
+    c = kernel.supersede("acme", b, "v3").id
+    with pytest.raises(ConflictError, match=f"supersede its current head {c}"):
+        kernel.supersede("acme", a, "retry from a stale id")
+    kernel.erase("acme", c, reason="withdrawn")
+    for stale in (a, b):  # a retry keeps failing, and says why: an erase ended the chain
+        with pytest.raises(ConflictError, match=f"its chain was ended by erasing {c}"):
+            kernel.supersede("acme", stale, "retry")
+
+
 def test_concurrent_supersede_has_exactly_one_winner(kernel):
     head = kernel.remember("acme/eng", "the chain's only head").id
     barrier = threading.Barrier(8)
@@ -109,10 +121,24 @@ def test_entity_mentions_match_at_word_boundaries(kernel):
 def test_concepts_put_search_materialize(kernel):
     kernel.put_concept("acme", "eng/deploys", "how deploys work: canary then full rollout")
     hits = kernel.concepts("acme/eng", "canary rollout")
-    assert [(h.tier, h.ref, h.id) for h in hits] == [("L3", "eng/deploys", None)]
+    assert [(h.tier, h.ref, h.id) for h in hits] == [("L3", "acme:eng/deploys", None)]
     assert kernel.concepts("globex", "canary rollout") == []
     made = kernel.materialize_concept("acme", "eng/deploys")
     [row] = kernel.history("acme", made.id)
     assert row.provenance == {"concept": "eng/deploys", "concept_ns": "acme"} and row.source == "concept:eng/deploys"
     with pytest.raises(InvalidInputError):
         kernel.put_concept("acme", "/bad path/", "x")
+
+
+def test_same_concept_path_in_parent_and_child_are_two_distinct_hits(kernel, cli):
+    import json
+
+    kernel.put_concept("acme", "eng/deploys", "company-wide: deploys need a change ticket")
+    kernel.put_concept("acme/eng", "eng/deploys", "team: deploys go through ArgoCD canaries, then full rollout")
+    result = kernel.search("acme/eng", "how do deploys work", k=10)
+    l3 = {h.ref: h for h in result.hits if h.tier == "L3"}
+    assert set(l3) == {"acme:eng/deploys", "acme/eng:eng/deploys"}
+    assert l3["acme:eng/deploys"].namespace == "acme" and "change ticket" in l3["acme:eng/deploys"].content
+    assert l3["acme/eng:eng/deploys"].namespace == "acme/eng" and "ArgoCD" in l3["acme/eng:eng/deploys"].content
+    found = json.loads(cli("concept", "search", "--ns", "acme/eng", "deploys", "--json").stdout)
+    assert {(h["namespace"], h["path"]) for h in found} == {("acme", "eng/deploys"), ("acme/eng", "eng/deploys")}

@@ -17,7 +17,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+if TYPE_CHECKING:
+    from .heads import Head
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -94,16 +97,42 @@ class VerifyResult:
     rows: int
     first_bad_seq: int | None = None
     reason: str = ""
+    head_seq: int | None = None  # the newest row's seq and hash (check them later with --expect-head)
+    head_hash: str | None = None
 
 
-def verify(conn: Connection, batch: int = 5000) -> VerifyResult:
+def head(conn: Connection) -> "Head | None":
+    from .heads import Head
+
+    last = conn.execute(sa.select(audit_log.c.seq, audit_log.c.hash).order_by(audit_log.c.seq.desc()).limit(1)).first()
+    return Head(last.seq, last.hash) if last else None
+
+
+def verify(conn: Connection, batch: int = 5000, expected: "Sequence[Head]" = ()) -> VerifyResult:
+    """Recompute the chain; then each ``expected`` head (kept outside the database) must still be in it."""
+    chained = _verify_chain(conn, batch)
+    if not chained.ok:
+        return chained
+    for want in expected:
+        got = conn.execute(sa.select(audit_log.c.hash).where(audit_log.c.seq == want.seq)).scalar()
+        if got is None:
+            return VerifyResult(False, chained.rows, want.seq, f"row {want.seq}, a recorded head, is gone (the newest"
+                                f" rows were deleted)", chained.head_seq, chained.head_hash)
+        if got != want.hash:
+            return VerifyResult(False, chained.rows, want.seq, f"row {want.seq} differs from its recorded head (the"
+                                f" chain was rewritten)", chained.head_seq, chained.head_hash)
+    return chained
+
+
+def _verify_chain(conn: Connection, batch: int) -> VerifyResult:
     prev, expected_seq, count = GENESIS, 1, 0
     after = 0
     while True:
         rows = conn.execute(sa.select(audit_log).where(audit_log.c.seq > after)
                             .order_by(audit_log.c.seq).limit(batch)).all()
         if not rows:
-            return VerifyResult(True, count)
+            return VerifyResult(True, count, head_seq=expected_seq - 1 if count else None,
+                                head_hash=prev if count else None)
         for r in rows:
             if r.seq != expected_seq:
                 return VerifyResult(False, count, expected_seq, f"row {expected_seq} is missing (next is {r.seq})")

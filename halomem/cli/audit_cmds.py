@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from ..errors import IntegrityError
-from .common import JsonOption, emit_json, kernel, out, remote
+from .common import JsonOption, emit_json, kernel, out, remote, literal
 
 app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit trail.")
 
@@ -20,7 +20,6 @@ def tail(n: int = typer.Option(20, "-n", help="How many rows."),
     from datetime import datetime
 
     from rich.table import Table
-    from rich.text import Text
 
     if remote():
         from .common import data
@@ -39,18 +38,29 @@ def tail(n: int = typer.Option(20, "-n", help="How many rows."),
     table.add_column("detail", ratio=1)
     table.add_column("request", no_wrap=True)
     for r in rows:
-        table.add_row(str(r["seq"]), f"{r['at']:%m-%d %H:%M:%S}", Text(r["actor_ns"]), r["principal"] or "operator",
-                      Text(r["action"]), Text(r["detail"]), r["request_id"][:8])
+        table.add_row(str(r["seq"]), f"{r['at']:%m-%d %H:%M:%S}", literal(r["actor_ns"]), r["principal"] or "operator",
+                      literal(r["action"]), literal(r["detail"]), r["request_id"][:8])
     out.print(table)
 
 
 @app.command()
-def verify(as_json: bool = JsonOption) -> None:
-    """Recompute the hash chain; exits 9 naming the first broken row."""
-    result = kernel().audit_verify()
+def verify(expect_head: Optional[str] = typer.Option(None, "--expect-head", help="SEQ:HASH from an earlier "
+                                                     "verify: exit 9 if that row is gone or different."),
+           as_json: bool = JsonOption) -> None:
+    """Recompute the hash chain and check the heads kept outside the database; exits 9 naming the first
+    broken row. Prints the head (SEQ:HASH) to keep elsewhere."""
+    from ..audit.heads import parse_head
+    from ..errors import InvalidInputError
+
+    try:
+        expected = [parse_head(expect_head)] if expect_head else []
+    except ValueError as exc:
+        raise InvalidInputError(f"--expect-head: {exc}") from None
+    result = kernel().audit_verify(expected)
     if as_json:
         emit_json(result)
     elif result.ok:
-        out.print(f"audit chain ok: {result.rows} rows verified")
+        shown = f", head {result.head_seq}:{result.head_hash}" if result.head_seq else ""
+        out.print(f"audit chain ok: {result.rows} rows verified{shown}")
     if not result.ok:
         raise IntegrityError(f"audit chain broken at row {result.first_bad_seq}: {result.reason}")

@@ -5,6 +5,7 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -14,23 +15,48 @@ import typer
 from ..config import Settings, load_settings
 
 
+# Stored text is data: control characters (ANSI/OSC escapes, NUL, DEL, C1) and bidi overrides are
+# shown as visible escapes, never sent to the terminal; markup is never interpreted.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def neutralize(text: object) -> str:
+    """``text`` with every control or bidi-override character replaced by its visible escape."""
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
+def literal(text: object, style: str = "") -> Any:
+    """A rich Text showing ``text`` exactly (no markup), control characters neutralized."""
+    from rich.text import Text
+
+    return Text(neutralize(text), style=style)
+
+
 class _LazyConsole:
-    """A rich Console made on first use: `--json` runs and the remote client never pay for it."""
+    """The one way the CLI prints for humans: a rich Console made on first use (`--json` runs and
+    the remote client never pay for it) with markup off, and every string neutralized."""
 
     def __init__(self, **options: Any) -> None:
-        self._options = options
+        self._options = {"markup": False, "highlight": False, "emoji": False, **options}
         self._console = None
 
-    def __getattr__(self, name: str) -> Any:
+    def _get(self) -> Any:
         if self._console is None:
             from rich.console import Console
 
             self._console = Console(**self._options)
-        return getattr(self._console, name)
+        return self._console
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        kwargs.pop("markup", None)
+        self._get().print(*(neutralize(o) if isinstance(o, str) else o for o in objects), markup=False, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._get(), name)
 
 
 out = _LazyConsole(soft_wrap=True)
-err = _LazyConsole(stderr=True, highlight=False, soft_wrap=True)
+err = _LazyConsole(stderr=True, soft_wrap=True)
 
 NsOption = typer.Option(None, "--ns", envvar="HALOMEM_NS", help="Caller namespace, e.g. acme/eng.")
 JsonOption = typer.Option(False, "--json", help="Machine-readable JSON on stdout.")
@@ -60,7 +86,10 @@ def kernel():  # noqa: ANN201 - returns halomem.kernel.Kernel (imported lazily f
     if _kernel is None:
         from ..kernel import Kernel
 
+        import atexit
+
         _kernel = Kernel.boot(settings())
+        atexit.register(_kernel.close)  # records the audit head outside the database, frees workers
     return _kernel
 
 

@@ -39,7 +39,16 @@ def start(as_json: bool = JsonOption) -> None:
 
 
 @app.command()
-def stop(as_json: bool = JsonOption) -> None:
-    """Stop the embedded server."""
-    stopped = embedded.stop(_embedded_home())
+def stop(force: bool = typer.Option(False, "--force", help="Stop even while other processes use it."),
+         as_json: bool = JsonOption) -> None:
+    """Stop the embedded server (refused while other halomem processes are attached, unless --force)."""
+    home = _embedded_home()
+    others = embedded.other_users(home)
+    if others and not force:
+        from ..errors import ConflictError
+
+        raise ConflictError(f"{len(others)} other process(es) use the server: "
+                            + "; ".join(f"pid {pid} ({what})" for pid, what in others[:5])
+                            + " (wait for them, or pass --force to interrupt them)")
+    stopped = embedded.stop(home)
     emit_json({"stopped": stopped}) if as_json else out.print("stopped" if stopped else "not running")

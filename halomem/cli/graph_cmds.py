@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 import typer
-from .common import JsonOption, NsOption, data, emit_json, out
+from .common import JsonOption, NsOption, data, emit_json, out, literal
 
 entity_app = typer.Typer(no_args_is_help=True, help="The entity registry (aliases, mentions).")
 concept_app = typer.Typer(no_args_is_help=True, help="L3 concepts (the cold tier).")
@@ -25,7 +25,6 @@ def entity_add(name: str, alias: List[str] = typer.Option([], "--alias", "-a", h
 def entity_list(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """Entities visible from the namespace."""
     from rich.table import Table
-    from rich.text import Text
 
     rows = data(ns).entities()
     if as_json:
@@ -33,7 +32,7 @@ def entity_list(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> Non
         return
     table = Table("id", "name", "aliases")
     for r in rows:
-        table.add_row(str(r["id"]), Text(r["name"]), Text(", ".join(r["aliases"])))
+        table.add_row(str(r["id"]), literal(r["name"]), literal(", ".join(r["aliases"])))
     out.print(table)
 
 
@@ -49,15 +48,16 @@ def concept_search(query: str, ns: Optional[str] = NsOption, k: int = typer.Opti
                    as_json: bool = JsonOption) -> None:
     """Search L3 concepts visible from the namespace."""
     from rich.table import Table
-    from rich.text import Text
 
     hits = data(ns).concepts(query, k)
+    rows = [{"ref": h.ref, "namespace": h.ref.rpartition(":")[0], "path": h.ref.rpartition(":")[2],
+             "score": h.score, "content": h.content, "token_estimate": h.token_estimate} for h in hits]
     if as_json:
-        emit_json(hits)
+        emit_json(rows)
         return
-    table = Table("score", "path", "content")
-    for h in hits:
-        table.add_row(f"{h.score:.3f}", Text(h.ref), Text(h.content[:80]))
+    table = Table("score", "namespace", "path", "content")
+    for r in rows:
+        table.add_row(f"{r['score']:.3f}", literal(r["namespace"]), literal(r["path"]), literal(r["content"][:80]))
     out.print(table)
 
 

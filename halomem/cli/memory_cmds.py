@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from ..errors import InvalidInputError
-from .common import JsonOption, NsOption, data, emit_json, err, kernel, out
+from .common import JsonOption, NsOption, data, emit_json, err, kernel, out, literal
 
 
 def _provenance(text: Optional[str]) -> Optional[dict]:
@@ -62,9 +62,17 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def erase(memory_id: str, ns: Optional[str] = NsOption,
               reason: str = typer.Option("", help="Recorded in the audit trail."),
+              purge: bool = typer.Option(False, "--purge", help="Then rewrite the table files so no copy of the "
+                                         "erased text survives on disk (WAL and backups excepted; local only)."),
               as_json: bool = JsonOption) -> None:
-        """Remove a memory's content and vector for good, keeping a tombstone and an audit row."""
+        """Erase a memory's content, vector, source and provenance for good (a tombstone and an audit row stay)."""
+        from .common import remote
+
+        if purge and remote():
+            raise InvalidInputError("--purge is an operator command: run it where the database is local")
         request_id = data(ns).erase(memory_id, reason=reason)
+        if purge:
+            kernel().purge()
         if as_json:
             emit_json({"erased": memory_id, "request_id": request_id})
         else:
@@ -74,7 +82,6 @@ def register(app: typer.Typer) -> None:
     def history(memory_id: str, ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
         """Show the supersedence chain through a memory, oldest first."""
         from rich.table import Table
-        from rich.text import Text
 
         chain = data(ns).history(memory_id)
         if as_json:
@@ -88,7 +95,7 @@ def register(app: typer.Typer) -> None:
             state = "erased" if row.erased_at else ("current" if row.t_valid_to is None else "superseded")
             table.add_row(row.id, f"{row.t_valid_from:%Y-%m-%d %H:%M:%S}",
                           f"{row.t_valid_to:%Y-%m-%d %H:%M:%S}" if row.t_valid_to else "-", state,
-                          Text(row.content[:80]))
+                          literal(row.content[:80]))
         out.print(table)
 
     @app.command()

@@ -16,13 +16,16 @@ def register(app: typer.Typer) -> None:
                                                help="Requests/s per principal (0: no limit)."),
               burst: int = typer.Option(200, "--burst", help="Requests a principal may send at once."),
               max_body: int = typer.Option(16 * 1024 * 1024, "--max-body", help="Largest request body, bytes."),
-              access_log: bool = typer.Option(True, "--access-log/--no-access-log")) -> None:
+              access_log: bool = typer.Option(True, "--access-log/--no-access-log"),
+              heads_every: float = typer.Option(60.0, "--audit-heads-every", help="Seconds between audit heads "
+                                                "recorded outside the database (0: only at exit).")) -> None:
         """Serve agents: the HTTP JSON API (/v1, /docs) and MCP (/mcp); every caller needs a token."""
         from ..server.app import serve as run_server
 
         k = kernel()
         err.print(f"halomem: serving http://{host}:{port} (API /v1, docs /docs, MCP /mcp)", markup=False)
-        run_server(k, host=host, port=port, rate=rate_limit, burst=burst, max_body=max_body, access_log=access_log)
+        run_server(k, host=host, port=port, rate=rate_limit, burst=burst, max_body=max_body, access_log=access_log,
+                   heads_every=heads_every)
 
     @app.command()
     def mcp() -> None:

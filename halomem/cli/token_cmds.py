@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from .common import JsonOption, NsOption, emit_json, err, kernel, out
+from .common import JsonOption, NsOption, emit_json, err, kernel, out, literal
 
 app = typer.Typer(no_args_is_help=True, help="Agent tokens: each binds one principal to one namespace.")
 
@@ -42,7 +42,6 @@ def list_tokens(ns: Optional[str] = typer.Option(None, "--ns", help="Only this n
                 as_json: bool = JsonOption) -> None:
     """Tokens (never their secrets), with their state."""
     from rich.table import Table
-    from rich.text import Text
 
     from ..auth.store import PrincipalStore
     from ..kernel import namespace
@@ -54,7 +53,7 @@ def list_tokens(ns: Optional[str] = typer.Option(None, "--ns", help="Only this n
     table = Table("id", "name", "namespace", "scopes", "created", "expires", "state")
     for p in rows:
         state = "revoked" if p.revoked_at else "active"
-        table.add_row(p.id, Text(p.name), p.namespace, ",".join(p.scopes), f"{p.created_at:%Y-%m-%d %H:%M}",
+        table.add_row(p.id, literal(p.name), p.namespace, ",".join(p.scopes), f"{p.created_at:%Y-%m-%d %H:%M}",
                       f"{p.expires_at:%Y-%m-%d %H:%M}" if p.expires_at else "never", state)
     out.print(table)
 

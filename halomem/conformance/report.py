@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from .checks import CHECK_IDS, Report
 
@@ -16,7 +17,7 @@ def render(report: Report, console: Console) -> None:
     table.add_column("detail", overflow="fold")
     styles = {"PASS": "green", "FAIL": "bold red", "SKIP": "yellow"}
     for c in report.checks:
-        table.add_row(c.id, f"[{styles[c.result]}]{c.result}[/]", c.detail.replace("[", "\\["))
+        table.add_row(c.id, Text(c.result, style=styles[c.result]), Text(c.detail))
     console.print(table)
     verdict = "PASS" if report.ok else "FAIL"
     console.print(f"result: {verdict} ({report.passed_count}/{len(CHECK_IDS)} checks)", markup=False)

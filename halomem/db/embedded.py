@@ -164,6 +164,25 @@ def status(home: Path) -> ServerStatus:
     )
 
 
+def other_users(home: Path) -> list[tuple[int, str]]:
+    """Live processes other than this one attached to the embedded server: (pid, command line)."""
+    import os
+
+    import psutil
+
+    pgdata = home / PGDATA
+    found = []
+    for pid in (prune_dead_pids(pgdata) if pgdata.exists() else []):
+        if pid == os.getpid():
+            continue
+        try:
+            cmd = " ".join(psutil.Process(pid).cmdline())[:120]
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            cmd = "?"
+        found.append((pid, cmd))
+    return found
+
+
 def stop(home: Path) -> bool:
     """Stop the embedded server (fast shutdown); True when one was running."""
     pin(home, False)

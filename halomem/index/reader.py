@@ -15,6 +15,11 @@ from ..types import Candidate, EntityFact, ScoredRef, VectorHit, estimate_tokens
 from .acl import Scope, visible
 from ..results import MemoryRow
 
+
+def concept_ref(namespace: str, path: str) -> str:
+    """An L3 ref names one concept: the same path may exist in a namespace and in its ancestors."""
+    return f"{namespace}:{path}"
+
 MAX_QUERY_TERMS = 64
 MAX_FACTS_PER_HOP = 200
 # Bound on the rows one lexical call ranks: ranking every match of common words over a million rows
@@ -151,14 +156,20 @@ class IndexReader:
         tsq = or_tsquery(query)
         lex = sa.func.least(sa.func.ts_rank_cd(concepts.c.content_tsv, tsq), 1.0) if tsq is not None else 0.0
         score = (0.5 * sa.func.greatest(cos, 0.0) + 0.5 * lex).label("score")
-        stmt = (sa.select(concepts.c.path, concepts.c.content, concepts.c.materialized_id, score)
-                .where(visible(concepts, scope)).order_by(score.desc(), concepts.c.path).limit(k))
-        return [ScoredRef(id=None, tier="L3", ref=r.path, score=max(0.0, min(1.0, float(r.score))),
-                          content=r.content, token_estimate=estimate_tokens(r.content))
+        stmt = (sa.select(concepts.c.namespace, concepts.c.path, concepts.c.content, score)
+                .where(visible(concepts, scope))
+                .order_by(score.desc(), concepts.c.path, concepts.c.namespace).limit(k))
+        return [ScoredRef(id=None, tier="L3", ref=concept_ref(r.namespace, r.path),
+                          score=max(0.0, min(1.0, float(r.score))), content=r.content,
+                          token_estimate=estimate_tokens(r.content))
                 for r in self.conn.execute(stmt)]
 
-    def concept(self, scope: Scope, path: str) -> dict[str, Any] | None:
-        stmt = (sa.select(concepts).where(visible(concepts, scope), concepts.c.path == path)
+    def concept(self, scope: Scope, ref: str) -> dict[str, Any] | None:
+        """A visible concept by its ref (``namespace:path``, one concept exactly), or by a bare path
+        (the nearest: the caller's own namespace first, then its ancestors)."""
+        namespace, _, path = ref.rpartition(":")
+        where = visible(concepts, scope, within=namespace) if namespace else visible(concepts, scope)
+        stmt = (sa.select(concepts).where(where, concepts.c.path == path)
                 .order_by(sa.func.length(concepts.c.namespace).desc()).limit(1))
         row = self.conn.execute(stmt).first()
         return dict(row._mapping) if row else None

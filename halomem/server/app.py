@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 import uuid
 from typing import Any, AsyncIterator
 
@@ -127,8 +128,23 @@ def _halomem_error(exc: BaseException) -> HalomemError | None:
     return exc if isinstance(exc, HalomemError) else None
 
 
+def _record_heads_every(kernel: Kernel, seconds: float) -> None:
+    """Keep the audit head outside the database while serving (audit.heads)."""
+    import threading
+
+    def loop() -> None:
+        while True:
+            time.sleep(seconds)
+            try:
+                kernel.record_audit_head()
+            except Exception:  # noqa: BLE001 - the database may be briefly away; try next time
+                log.warning("audit head not recorded this round")
+
+    threading.Thread(target=loop, name="audit-heads", daemon=True).start()
+
+
 def serve(kernel: Kernel, *, host: str, port: int, rate: float, burst: int, max_body: int,
-          access_log: bool = True) -> None:
+          access_log: bool = True, heads_every: float = 60.0) -> None:
     import sys
 
     import uvicorn
@@ -138,5 +154,7 @@ def serve(kernel: Kernel, *, host: str, port: int, rate: float, burst: int, max_
     log.addHandler(handler)
     log.propagate = False
     app = create_app(kernel, host=host, port=port, rate=rate, burst=burst, max_body=max_body)
+    if heads_every > 0:
+        _record_heads_every(kernel, heads_every)
     uvicorn.run(app, host=host, port=port, log_level="info" if access_log else "warning", access_log=access_log,
                 timeout_graceful_shutdown=5)

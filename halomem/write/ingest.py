@@ -7,7 +7,6 @@ whole file or none of it, and only a committed ingest is ever reported as writte
 from __future__ import annotations
 
 import csv
-import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from .writer import new_memory_id, new_request_id
 MAX_FILE_BYTES = 2 * 1024**3
 FIELDS = {"content", "source", "provenance"}
 EMBED_BATCH = 512
+SHOWN_BAD_LINES = 20
 
 
 @dataclass
@@ -58,20 +58,61 @@ def _records(path: Path, fmt: str, text: str) -> Iterator[tuple[int, dict[str, A
                 continue
             yield number, record if isinstance(record, dict) else "a line must be a JSON object"
         return
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    if not reader.fieldnames or "content" not in reader.fieldnames:
+    yield from _csv_records(path, text)
+
+
+class _Lines:
+    """Physical lines with a cursor, so the CSV reader can restart after a malformed record."""
+
+    def __init__(self, lines: list[str], pos: int) -> None:
+        self.lines, self.pos = lines, pos
+
+    def __iter__(self) -> "_Lines":
+        return self
+
+    def __next__(self) -> str:
+        if self.pos >= len(self.lines):
+            raise StopIteration
+        self.pos += 1
+        return self.lines[self.pos - 1]
+
+
+def _csv_records(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """Strict CSV: an unterminated quote, a stray quote, a NUL or a wrong number of values makes that
+    record bad (with its first line's number) instead of swallowing the lines after it."""
+    lines = text.splitlines(keepends=True)
+    try:
+        header = next(csv.reader(lines[:1], strict=True), [])
+    except csv.Error as exc:
+        raise IngestError(f"{path}:1: malformed CSV header ({exc})") from None
+    if "content" not in header:
         raise IngestError(f"{path}: CSV header must name a 'content' column")
-    for record in reader:
-        if None in record:
-            yield reader.line_num, "more values than header columns"
+    src = _Lines(lines, 1)
+    reader = csv.reader(src, strict=True)
+    while src.pos < len(lines):
+        start = src.pos
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield start + 1, f"malformed CSV ({exc})"
+            src.pos = start + 1  # resynchronise on the next physical line
+            reader = csv.reader(src, strict=True)
             continue
+        if not row or row == [""]:
+            continue
+        if len(row) != len(header):
+            yield start + 1, f"{len(row)} values for {len(header)} header columns"
+            continue
+        record: dict[str, Any] = dict(zip(header, row))
         if record.get("provenance"):
             try:
                 record["provenance"] = json.loads(record["provenance"])
             except json.JSONDecodeError:
-                yield reader.line_num, "provenance is not valid JSON"
+                yield start + 1, "provenance is not valid JSON"
                 continue
-        yield reader.line_num, record
+        yield start + 1, record
 
 
 def _row(number: int, record: dict[str, Any]) -> ParsedRow:
@@ -111,10 +152,14 @@ def parse_ingest_bytes(raw: bytes, fmt: str, skip_bad: bool = False, *, label: s
                 raise IngestError(record)
             rows.append(_row(number, record))
         except HalomemError as exc:
-            if not skip_bad:
-                raise IngestError(f"{label}:{number}: {exc}; nothing was ingested"
-                                  " (fix the line or pass --skip-bad)") from None
             bad.append((number, str(exc)))
+    if bad and not skip_bad:
+        listed = "; ".join(f"{label}:{n}: {why}" for n, why in bad[:SHOWN_BAD_LINES])
+        more = f" (+{len(bad) - SHOWN_BAD_LINES} more)" if len(bad) > SHOWN_BAD_LINES else ""
+        raise IngestError(f"{len(bad)} bad line(s): {listed}{more}; nothing was ingested"
+                          " (fix them or pass --skip-bad)")
+    if bad and not rows:
+        raise IngestError(f"{label}: every line is bad ({len(bad)}), nothing to ingest: {label}:{bad[0][0]}: {bad[0][1]}")
     return rows, bad
 
 

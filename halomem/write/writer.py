@@ -42,7 +42,7 @@ class Writer:
         memory_id = new_memory_id()
         with self.engine.begin() as conn:
             self._insert(conn, ns, memory_id, content, embedding, source, provenance, supersedes=None)
-            audit.append(conn, ns.path, "remember", f"remember ok id={memory_id} source={source or '-'}",
+            audit.append(conn, ns.path, "remember", f"remember ok id={memory_id}",  # ids only: erasable data stays out
                          request_id or new_request_id())
         return NewMemory(memory_id, ns.path, source)
 
@@ -90,7 +90,11 @@ class Writer:
             raise NotFoundError(f"no memory {old_id!r} in namespace {ns}")
         if row.erased_at is not None:
             raise ConflictError(f"memory {old_id} was erased; it cannot be superseded")
-        raise ConflictError(f"memory {old_id} is no longer the head of its chain (superseded by {row.superseded_by})")
+        last = IndexReader(conn).history(Scope(ns), old_id)[-1]  # the chain's newest version
+        if last.erased_at is not None:
+            raise ConflictError(f"memory {old_id} is not a head: its chain was ended by erasing {last.id}"
+                                f" on {last.erased_at:%Y-%m-%d %H:%M:%S} UTC; remember a new memory instead")
+        raise ConflictError(f"memory {old_id} is no longer the head of its chain: supersede its current head {last.id}")
 
     def erase(self, ns: Namespace, memory_id: str, *, reason: str = "", request_id: str | None = None) -> None:
         """Remove content and vector for good; keep a content-free tombstone and an audit row."""
@@ -98,7 +102,7 @@ class Writer:
             done = conn.execute(
                 sa.update(memories)
                 .where(memories.c.id == memory_id, memories.c.namespace == ns.path, memories.c.erased_at.is_(None))
-                .values(content="", embedding=None, erased_at=sa.func.now(),
+                .values(content="", embedding=None, source=None, erased_at=sa.func.now(),
                         t_valid_to=sa.func.coalesce(memories.c.t_valid_to, sa.func.now()),
                         provenance=sa.text("'{}'::jsonb"))
                 .returning(memories.c.id)).first()
@@ -126,8 +130,8 @@ class Writer:
             for alias in dict.fromkeys(n for n in names[1:] if n.lower() != names[0].lower()):
                 conn.execute(insert(entity_aliases).values(entity_id=entity_id, alias=alias).on_conflict_do_nothing())
             linked = self._link_existing(conn, ns, entity_id, names)
-            audit.append(conn, ns.path, "entity", f"entity ok id={entity_id} name={json.dumps(names[0])} "
-                         f"aliases={len(names) - 1} linked={linked}", request_id or new_request_id())
+            audit.append(conn, ns.path, "entity", f"entity ok id={entity_id} aliases={len(names) - 1} linked={linked}",
+                         request_id or new_request_id())  # ids and counts: names are personal data
         return entity_id, linked
 
     @staticmethod
@@ -177,6 +181,16 @@ class Writer:
             conn.execute(stmt)
             audit.append(conn, ns.path, "policy", f"policy ok {json.dumps(policy, sort_keys=True)}",
                          request_id or new_request_id())
+
+    def purge(self, *, request_id: str | None = None) -> None:
+        """Rewrite the memory tables so no erased content survives in live heap, TOAST or index files
+        (VACUUM FULL: a short exclusive lock), then checkpoint. WAL and backups are not touched."""
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            for table in ("memories", "mentions", "concepts"):
+                conn.exec_driver_sql(f"VACUUM (FULL) {table}")
+            conn.exec_driver_sql("CHECKPOINT")
+        with self.engine.begin() as conn:
+            audit.append(conn, "-", "purge", "purge ok tables=memories,mentions,concepts", request_id or new_request_id())
 
     def clear_policy(self, ns: Namespace, *, request_id: str | None = None) -> bool:
         with self.engine.begin() as conn:
