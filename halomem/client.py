@@ -85,6 +85,13 @@ class Client:
     def whoami(self) -> dict[str, Any]:
         return self._call("GET", "/v1/whoami")
 
+    @property
+    def namespace(self) -> str:
+        """The token's namespace (asked once)."""
+        if not hasattr(self, "_namespace"):
+            self._namespace = self.whoami()["namespace"]
+        return self._namespace
+
     def search(self, query: str, *, k: int = 10, token_budget: int = 2000, sources: Sequence[str] | None = None,
                driver: str | None = None) -> SearchResult:
         body: dict[str, Any] = {"query": query, "k": k, "token_budget": token_budget}
@@ -121,7 +128,8 @@ class Client:
                           params={"skip_bad": str(skip_bad).lower(), "format": fmt},
                           headers={"Content-Type": "application/x-ndjson" if fmt == "jsonl" else "text/csv"})
         return IngestReport(data["written"], [(s["line"], s["reason"]) for s in data["skipped"]], data["ids"],
-                            data["namespace"], data.get("request_id"))
+                            data["namespace"], data.get("request_id"), data.get("unchanged", []),
+                            [(s["old"], s["new"]) for s in data.get("superseded", [])])
 
     def ingest_file(self, path: Path, *, fmt: str | None = None, skip_bad: bool = False, **_: Any) -> IngestReport:
         from .errors import IngestError

@@ -32,6 +32,9 @@ class Settings:
     driver_deadline_ms: int | str = 5000  # an isolated driver's plan() is killed after this
     driver_memory_mb: int | str = 1024  # an isolated worker's address-space limit
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "home", Path(self.home).expanduser())  # a str from library callers too
+
     def with_overrides(self, **flags: Any) -> "Settings":
         return replace(self, **{k: v for k, v in flags.items() if v is not None})
 

@@ -33,7 +33,7 @@ from .results import Hit, IngestReport, MemoryRow, NewMemory, SearchResult
 from .policy import Policy, choose_driver, effective_policy, list_policies, parse_policy
 from .types import InvalidNamespace, Namespace, RetrieverDriver, RetrieverQuery, ScoredRef
 from .write import Writer, parse_ingest_bytes, parse_ingest_file
-from .write.ingest import bulk_insert
+from .write.ingest import Applied, bulk_apply, bulk_insert
 from .write.writer import new_request_id
 
 log = logging.getLogger("halomem")
@@ -162,10 +162,11 @@ class Kernel:
 
     def ingest(self, ns: str | Namespace, path: Path, *, fmt: str | None = None, skip_bad: bool = False,
                progress: Callable[[int], None] | None = None,
-               on_parsed: Callable[[int], None] | None = None, request_id: str | None = None) -> IngestReport:
+               on_parsed: Callable[[int], None] | None = None, request_id: str | None = None,
+               on_write: Callable[[], None] | None = None) -> IngestReport:
         """Bulk-write a JSONL/CSV file in one transaction: all of it or none of it."""
         rows, bad = parse_ingest_file(path, fmt, skip_bad)
-        return self._ingest_rows(namespace(ns), rows, bad, path.name, progress, on_parsed, request_id)
+        return self._ingest_rows(namespace(ns), rows, bad, path.name, progress, on_parsed, request_id, on_write)
 
     def ingest_bytes(self, ns: str | Namespace, raw: bytes, *, fmt: str = "jsonl", skip_bad: bool = False,
                      label: str = "body", request_id: str | None = None) -> IngestReport:
@@ -175,13 +176,14 @@ class Kernel:
 
     def _ingest_rows(self, ns: Namespace, rows: list, bad: list[tuple[int, str]], label: str,
                      progress: Callable[[int], None] | None, on_parsed: Callable[[int], None] | None,
-                     request_id: str | None) -> IngestReport:
+                     request_id: str | None, on_write: Callable[[], None] | None = None) -> IngestReport:
         request_id = request_id or new_request_id()
         if on_parsed:
             on_parsed(len(rows))
-        ids = bulk_insert(self.engine, self.embedder, ns, rows, label=label, progress=progress,
-                          request_id=request_id) if rows else []
-        return IngestReport(written=len(ids), skipped=bad, ids=ids, namespace=ns.path, request_id=request_id)
+        applied = bulk_apply(self.engine, self.embedder, ns, rows, label=label, progress=progress,
+                             request_id=request_id, on_write=on_write) if rows else Applied([], [], [])
+        return IngestReport(written=len(applied.written), skipped=bad, ids=applied.written, namespace=ns.path,
+                            request_id=request_id, unchanged=applied.unchanged, superseded=applied.superseded)
 
     def ingest_texts(self, ns: str | Namespace, texts: Sequence[str], *, source: str | None = None,
                      sources: Sequence[str | None] | None = None, label: str = "api") -> list[str]:

@@ -110,10 +110,11 @@ class Operations:
             ns, raw, fmt=fmt, skip_bad=skip_bad, label=label, request_id=rid))
 
     def ingest_file(self, path: Path, *, fmt: str | None = None, skip_bad: bool = False,
-                    progress: Callable[[int], None] | None = None,
-                    on_parsed: Callable[[int], None] | None = None) -> IngestReport:
+                    progress: Callable[[int], None] | None = None, on_parsed: Callable[[int], None] | None = None,
+                    on_write: Callable[[], None] | None = None) -> IngestReport:
         return self._run("ingest", WRITE, lambda ns, rid: self.kernel.ingest(
-            ns, path, fmt=fmt, skip_bad=skip_bad, progress=progress, on_parsed=on_parsed, request_id=rid))
+            ns, path, fmt=fmt, skip_bad=skip_bad, progress=progress, on_parsed=on_parsed, request_id=rid,
+            on_write=on_write))
 
     def add_entity(self, name: str, aliases: Sequence[str] = ()) -> tuple[int, int]:
         return self._run("entity", WRITE, lambda ns, rid: self.kernel.add_entity(ns, name, aliases, request_id=rid))

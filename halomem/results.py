@@ -66,8 +66,10 @@ class MemoryRow:
 
 @dataclass(frozen=True)
 class IngestReport:
-    written: int
+    written: int  # new rows (fresh keys, unkeyed lines, and the new heads of superseded keys)
     skipped: list[tuple[int, str]]
     ids: list[str]
     namespace: str = ""
     request_id: str | None = None
+    unchanged: list[str] = field(default_factory=list)  # keyed rows already live with that content
+    superseded: list[tuple[str, str]] = field(default_factory=list)  # (old id, new id) for changed keys

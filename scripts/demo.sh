@@ -21,6 +21,14 @@ halomem entity add --ns acme "Priya Raman" --alias Priya --alias CTO
 halomem entity add --ns acme "Ann Okafor" --alias Ann
 halomem entity add --ns acme "Marcus Chen" --alias Marcus
 
+say "keyed ingest: a nightly sync that runs twice changes nothing; an edited key is superseded"
+printf '%s\n' '{"key": "runbook/deploys", "content": "Deploys go through ArgoCD canaries, then a full rollout", "source": "runbook"}' \
+  '{"key": "runbook/oncall", "content": "The on-call engineer hands over on Mondays at 10:00", "source": "runbook"}' > "$HALOMEM_HOME/sync.jsonl"
+halomem ingest --ns acme/eng "$HALOMEM_HOME/sync.jsonl"
+halomem ingest --ns acme/eng "$HALOMEM_HOME/sync.jsonl"
+sed -i 's/Mondays at 10:00/Tuesdays at 09:00/' "$HALOMEM_HOME/sync.jsonl"
+halomem ingest --ns acme/eng "$HALOMEM_HOME/sync.jsonl"
+
 say "ACL: acme/eng sees its own rows and acme's, never acme/sales"
 halomem search --ns acme/eng "sales target and discounts" --k 5
 halomem search --ns acme/sales "sales target and discounts" --k 5

@@ -71,3 +71,22 @@ def test_latency_ingest_and_cli_smoke(tmp_path):
     cli = run_cli(1, tmp_path)
     assert cli["server_running_ms"] > 0 and cli["server_not_running_ms"] > 0
     assert {p.name for p in tmp_path.iterdir()} >= {"latency.json", "latency.md", "ingest.json", "cli.json"}
+
+
+def test_serve_and_isolation_bench_smoke(tmp_path):
+    """The serve and isolation benchmarks run end to end on tiny inputs (the numbers are in docs/bench)."""
+    from pathlib import Path
+
+    from halomem.bench.datasets import load_locomo
+    from halomem.bench.isolation import run_isolation
+    from halomem.bench.serve import run_serve
+
+    served = run_serve(400, [1, 2], 10, tmp_path, cli_repeats=1)
+    assert [leg["clients"] for leg in served["legs"]] == [1, 2] and served["cli"]["remote_ms"] > 0
+    locomo = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
+    if not locomo.exists():
+        return
+    isolated = run_isolation(load_locomo(locomo, 1), ["keyword"], tmp_path, queries=25)
+    [row] = isolated["results"]
+    assert row["identical_rankings"] == 25 and row["isolated_p95"] > 0
+    assert {p.name for p in tmp_path.iterdir()} >= {"serve.md", "isolation.md"}

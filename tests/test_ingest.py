@@ -149,3 +149,36 @@ def test_skip_bad_with_every_line_bad_fails(kernel, tmp_path, cli):
     result = cli("ingest", "--ns", "acme", str(p), "--skip-bad")
     assert result.returncode == 11 and "every line is bad" in result.stderr
     assert count(kernel, "SELECT count(*) FROM memories") == 0
+
+
+def test_keyed_ingest_is_idempotent_and_supersedes_changed_keys(kernel, tmp_path, cli):
+    import json
+
+    nightly = tmp_path / "docs.jsonl"
+    lines = [{"key": "deploys", "content": "Deploys go through ArgoCD canaries", "source": "wiki"},
+             {"key": "oncall", "content": "On-call hands over on Mondays", "source": "wiki"},
+             {"content": "an unkeyed note"}]
+    nightly.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    first = json.loads(cli("ingest", "--ns", "acme", str(nightly), "--json").stdout)
+    assert first["written"] == 3 and first["unchanged"] == [] and first["superseded"] == []
+    again = json.loads(cli("ingest", "--ns", "acme", str(nightly), "--json").stdout)
+    assert again["unchanged"] == first["ids"][:2] and again["written"] == 1  # only the unkeyed line again
+    lines[1]["content"] = "On-call hands over on Tuesdays"
+    nightly.write_text("\n".join(json.dumps(x) for x in lines[:2]) + "\n", encoding="utf-8")
+    changed = json.loads(cli("ingest", "--ns", "acme", str(nightly), "--json").stdout)
+    assert changed["unchanged"] == [first["ids"][0]] and len(changed["superseded"]) == 1
+    old, new = changed["superseded"][0]["old"], changed["superseded"][0]["new"]
+    assert old == first["ids"][1] and [r.id for r in kernel.history("acme", new)] == [old, new]
+    assert count(kernel, "SELECT count(*) FROM memories WHERE namespace = 'acme' AND key = 'oncall'"
+                         " AND t_valid_to IS NULL") == 1
+    kernel.remember("acme/eng", "same key elsewhere is its own memory")
+    elsewhere = kernel.ingest("acme/eng", nightly)
+    assert elsewhere.written == 2 and elsewhere.unchanged == []  # keys are per namespace
+
+
+def test_a_key_repeated_in_one_file_is_a_bad_line(kernel, tmp_path):
+    p = tmp_path / "dup.csv"
+    p.write_text("key,content\nk1,first\nk1,second\n", encoding="utf-8")
+    with pytest.raises(IngestError, match=r"dup.csv:3: key 'k1' repeats line 2"):
+        kernel.ingest("acme", p)
+    assert count(kernel, "SELECT count(*) FROM memories") == 0

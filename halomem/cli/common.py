@@ -32,6 +32,21 @@ def literal(text: object, style: str = "") -> Any:
     return Text(neutralize(text), style=style)
 
 
+SHOWN_TEXT_CHARS = 800
+
+
+def print_text(text: str, indent: int = 3) -> None:
+    """A stored text under its header line, wrapped to the terminal (80 columns when piped)."""
+    import textwrap
+
+    shown = text if len(text) <= SHOWN_TEXT_CHARS else text[:SHOWN_TEXT_CHARS] + f"... (+{len(text) - SHOWN_TEXT_CHARS}" \
+        " characters; --json has all)"
+    width = max(20, out.size.width - indent)
+    for paragraph in neutralize(shown).split("\n"):
+        for line in textwrap.wrap(paragraph, width, break_long_words=True, replace_whitespace=False) or [""]:
+            out.print(" " * indent + line, soft_wrap=True)
+
+
 class _LazyConsole:
     """The one way the CLI prints for humans: a rich Console made on first use (`--json` runs and
     the remote client never pay for it) with markup off, and every string neutralized."""
@@ -106,7 +121,12 @@ def _default(value: Any) -> Any:
 
 
 def emit_json(data: Any) -> None:
+    global json_emitted
     sys.stdout.write(json.dumps(data, default=_default, ensure_ascii=False, indent=2) + "\n")
+    json_emitted = True
+
+
+json_emitted = False  # a command's JSON document went out: a later failure adds no second one
 
 
 def remote() -> tuple[str, str] | None:
@@ -133,7 +153,7 @@ def data(ns: Optional[str]):  # noqa: ANN201 - halomem.ops.Operations or halomem
         return client
     from ..ops import for_operator
 
-    return for_operator(kernel(), ns)
+    return for_operator(kernel(), ns or settings().ns)  # --ns / HALOMEM_NS, else config.toml's ns
 
 
 def ns_required(ns: Optional[str]) -> str:

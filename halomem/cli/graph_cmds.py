@@ -14,9 +14,10 @@ concept_app = typer.Typer(no_args_is_help=True, help="L3 concepts (the cold tier
 def entity_add(name: str, alias: List[str] = typer.Option([], "--alias", "-a", help="Repeatable."),
                ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """Register an entity (or add aliases); links mentions in the namespace and its descendants."""
-    entity_id, linked = data(ns).add_entity(name, alias)
+    ops = data(ns)
+    entity_id, linked = ops.add_entity(name, alias)
     if as_json:
-        emit_json({"id": entity_id, "name": name, "aliases": alias, "linked": linked})
+        emit_json({"id": entity_id, "name": name, "aliases": alias, "linked": linked, "namespace": str(ops.namespace)})
     else:
         out.print(f"entity {entity_id} {name!r}: {linked} mention(s) linked", markup=False)
 
@@ -39,8 +40,13 @@ def entity_list(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> Non
 @concept_app.command("put")
 def concept_put(path: str, text: str, ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """Create or replace an L3 concept."""
-    data(ns).put_concept(path, text)
-    emit_json({"path": path}) if as_json else out.print(f"concept {path} stored", markup=False)
+    ops = data(ns)
+    request_id = ops.put_concept(path, text)
+    if as_json:
+        emit_json({"path": path, "namespace": str(ops.namespace), "ref": f"{ops.namespace}:{path}",
+                   "request_id": request_id})
+    else:
+        out.print(f"concept {ops.namespace}:{path} stored")
 
 
 @concept_app.command("search")

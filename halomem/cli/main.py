@@ -14,7 +14,8 @@ from . import (audit_cmds, bench_cmds, conformance_cmds, db_cmds, graph_cmds, in
 from .common import err, setup_logging
 
 app = typer.Typer(
-    name="halomem", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    name="halomem", no_args_is_help=True, invoke_without_command=True, add_completion=False,
+    pretty_exceptions_enable=False,
     help="Governed organizational memory for AI agents.\n\nExit codes: "
          + "; ".join(f"{code} {what}" for code, what in sorted(EXIT_CODES.items())),
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -40,39 +41,68 @@ def _one_line(text: str) -> str:
     return first[0] if first else ""
 
 
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", is_eager=True, help="Print the version and exit.")) -> None:
+    """Governed organizational memory for AI agents."""
+    if version:
+        from .. import __version__
+
+        typer.echo(f"halomem {__version__}")
+        raise Exit(0)
+
+
+def _fail(kind: str, message: str, code: int, as_json: bool) -> int:
+    """The one failure output: a line on stderr, and under --json an error object on stdout too."""
+    err.print(f"halomem: {kind}: {message}")
+    from . import common
+
+    if as_json and not common.json_emitted:  # e.g. a failed conformance report already is the document
+        import json
+
+        sys.stdout.write(json.dumps({"error": {"kind": kind, "message": message, "exit_code": code}},
+                                    ensure_ascii=False) + "\n")
+    return code
+
+
 def run(argv: list[str] | None = None) -> None:
     setup_logging()
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in args
     debug = os.environ.get("HALOMEM_DEBUG") == "1"
     try:
-        rv = typer.main.get_command(app).main(args=argv, prog_name="halomem", standalone_mode=False)
+        rv = typer.main.get_command(app).main(args=args, prog_name="halomem", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
     except Exit as exc:
         code = exc.exit_code
     except TyperException as exc:
-        show = getattr(exc, "show", None)
-        show() if show else err.print(f"halomem: {exc}", markup=False)
-        code = exc.exit_code
+        from typer._click.exceptions import NoArgsIsHelpError, UsageError
+
+        if isinstance(exc, NoArgsIsHelpError):
+            exc.show()  # `halomem` or `halomem GROUP` alone: the help is the answer
+            code = 0
+        elif isinstance(exc, UsageError):
+            where = exc.ctx.command_path if exc.ctx else "halomem"
+            code = _fail("usage", f"{_one_line(exc.format_message())} (see '{where} -h')", 2, as_json)
+        else:
+            code = _fail("error", _one_line(str(exc)), exc.exit_code, as_json)
     except (Abort, KeyboardInterrupt):
-        err.print("halomem: interrupted", markup=False)
+        err.print("halomem: interrupted")
         code = 130
     except HalomemError as exc:
         if debug:
             traceback.print_exc()
-        err.print(f"halomem: {exc.kind}: {_one_line(str(exc))}", markup=False)
-        code = exc.exit_code
+        code = _fail(exc.kind, _one_line(str(exc)), exc.exit_code, as_json)
     except Exception as exc:  # noqa: BLE001 - the last line of defence: never a bare traceback
         from sqlalchemy.exc import DBAPIError
 
         if debug:
             traceback.print_exc()
         if isinstance(exc, DBAPIError) and exc.connection_invalidated or type(exc).__name__ == "OperationalError":
-            err.print(f"halomem: {DatabaseUnavailableError.kind}: {_one_line(str(getattr(exc, 'orig', exc)))}",
-                      markup=False)
-            code = DatabaseUnavailableError.exit_code
+            code = _fail(DatabaseUnavailableError.kind, _one_line(str(getattr(exc, "orig", exc))),
+                         DatabaseUnavailableError.exit_code, as_json)
         else:
-            err.print(f"halomem: internal error: {type(exc).__name__}: {_one_line(str(exc))}"
-                      " (HALOMEM_DEBUG=1 shows the traceback)", markup=False)
-            code = 1
+            code = _fail("internal error", f"{type(exc).__name__}: {_one_line(str(exc))}"
+                         " (HALOMEM_DEBUG=1 shows the traceback)", 1, as_json)
     sys.stdout.flush()
     sys.exit(code)
 

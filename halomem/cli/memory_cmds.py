@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from ..errors import InvalidInputError
-from .common import JsonOption, NsOption, data, emit_json, err, kernel, out, literal
+from .common import JsonOption, NsOption, data, emit_json, err, kernel, out, print_text
 
 
 def _provenance(text: Optional[str]) -> Optional[dict]:
@@ -42,11 +43,14 @@ def register(app: typer.Typer) -> None:
                       markup=False)
 
     @app.command()
-    def remember(content: str = typer.Argument(..., help="The memory text."), ns: Optional[str] = NsOption,
+    def remember(content: str = typer.Argument(..., help="The memory text ('-' reads it from stdin)."),
+                 ns: Optional[str] = NsOption,
                  source: Optional[str] = typer.Option(None, help="Where this came from."),
                  provenance: Optional[str] = typer.Option(None, help="JSON object of provenance."),
                  as_json: bool = JsonOption) -> None:
         """Write one memory into the caller's namespace."""
+        if content == "-":
+            content = sys.stdin.read().removesuffix("\n")
         made = data(ns).remember(content, source=source, provenance=_provenance(provenance))
         emit_json(_new_memory_json(made)) if as_json else out.print(made.id, markup=False)
 
@@ -70,36 +74,32 @@ def register(app: typer.Typer) -> None:
 
         if purge and remote():
             raise InvalidInputError("--purge is an operator command: run it where the database is local")
-        request_id = data(ns).erase(memory_id, reason=reason)
+        ops = data(ns)
+        request_id = ops.erase(memory_id, reason=reason)
         if purge:
             kernel().purge()
         if as_json:
-            emit_json({"erased": memory_id, "request_id": request_id})
+            emit_json({"erased": memory_id, "namespace": str(ops.namespace), "request_id": request_id,
+                       "purged": purge})
         else:
             out.print(f"erased {memory_id}", markup=False)
 
     @app.command()
     def history(memory_id: str, ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
         """Show the supersedence chain through a memory, oldest first."""
-        from rich.table import Table
-
         chain = data(ns).history(memory_id)
         if as_json:
             emit_json(chain)
             return
-        table = Table()
-        for name in ("id", "valid from", "valid to", "state"):
-            table.add_column(name, no_wrap=True)
-        table.add_column("content", ratio=1)
         for row in chain:
             state = "erased" if row.erased_at else ("current" if row.t_valid_to is None else "superseded")
-            table.add_row(row.id, f"{row.t_valid_from:%Y-%m-%d %H:%M:%S}",
-                          f"{row.t_valid_to:%Y-%m-%d %H:%M:%S}" if row.t_valid_to else "-", state,
-                          literal(row.content[:80]))
-        out.print(table)
+            until = f"{row.t_valid_to:%Y-%m-%d %H:%M:%S}" if row.t_valid_to else "now"
+            out.print(f"{row.id}  {state}  {row.t_valid_from:%Y-%m-%d %H:%M:%S} -> {until}  {row.namespace}")
+            print_text(row.content or "(erased)")
 
     @app.command()
-    def ingest(path: Path = typer.Argument(..., help="A .jsonl or .csv file (fields: content, source, provenance)."),
+    def ingest(path: Path = typer.Argument(..., help="A .jsonl or .csv file (fields: content, source, provenance, "
+                                                     "key); '-' reads stdin."),
                ns: Optional[str] = NsOption, fmt: Optional[str] = typer.Option(None, "--format"),
                skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip bad lines instead of refusing the file."),
                as_json: bool = JsonOption) -> None:
@@ -107,18 +107,31 @@ def register(app: typer.Typer) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         ops = data(ns)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                      console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
-            task = bar.add_task("embedding", total=None)
-            report = ops.ingest_file(path, fmt=fmt, skip_bad=skip_bad,
-                                     on_parsed=lambda n: bar.update(task, total=n),
-                                     progress=lambda n: bar.advance(task, n))
+        if str(path) == "-":  # stdin: JSONL unless --format csv
+            report = ops.ingest_bytes(sys.stdin.buffer.read(), fmt=(fmt or "jsonl").lower(), skip_bad=skip_bad,
+                                      label="stdin")
+            path = Path("stdin")
+        else:
+            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TimeRemainingColumn(), console=err._get(), transient=True,
+                          disable=as_json or not err.is_terminal) as bar:
+                task = bar.add_task("embedding", total=None)
+                report = ops.ingest_file(path, fmt=fmt, skip_bad=skip_bad,
+                                         on_parsed=lambda n: bar.update(task, total=n),
+                                         progress=lambda n: bar.advance(task, n),
+                                         on_write=lambda: bar.update(task, description="writing (one transaction)",
+                                                                     total=None))
         for line, reason in report.skipped:
             err.print(f"halomem: skipped {path}:{line}: {reason}", markup=False)
         if as_json:
             emit_json({"written": report.written, "namespace": report.namespace, "ids": report.ids,
+                       "unchanged": report.unchanged,
+                       "superseded": [{"old": old, "new": new} for old, new in report.superseded],
                        "request_id": report.request_id,
                        "skipped": [{"line": n, "reason": r} for n, r in report.skipped]})
         else:
-            skipped = f" ({len(report.skipped)} bad lines skipped)" if report.skipped else ""
-            out.print(f"ingested {report.written} memories into {report.namespace}{skipped}", markup=False)
+            notes = [f"{len(report.unchanged)} unchanged"] if report.unchanged else []
+            notes += [f"{len(report.superseded)} superseded"] if report.superseded else []
+            notes += [f"{len(report.skipped)} bad lines skipped"] if report.skipped else []
+            out.print(f"ingested {report.written} memories into {report.namespace}"
+                      + (f" ({', '.join(notes)})" if notes else ""))

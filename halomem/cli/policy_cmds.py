@@ -24,22 +24,46 @@ def policy_set(ns: Optional[str] = NsOption, retriever: Optional[str] = typer.Op
         wanted = {"ab_test": {"a": ab_a, "b": ab_b, "pct_b": pct_b}}
     else:
         raise InvalidInputError("give either --retriever NAME or all of --ab-a, --ab-b and --pct-b")
-    policy = data(ns).set_policy(None, wanted)
-    emit_json(policy.to_dict()) if as_json else out.print(f"{ns or 'policy'}: {policy.to_dict()}", markup=False)
+    ops = data(ns)
+    policy = ops.set_policy(None, wanted)
+    where = str(ops.namespace)
+    if as_json:
+        emit_json({**policy.to_dict(), "namespace": where, "from": where})
+    else:
+        out.print(f"{where}: {describe(policy)} (set here; its descendants without a policy of their own inherit it)")
 
 
 @app.command("show")
 def policy_show(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """The effective policy of a namespace and where it comes from."""
-    policy = data(ns).effective_policy()
-    shown = {**policy.to_dict(), "from": policy.namespace or "default"}
-    emit_json(shown) if as_json else out.print(shown, markup=False)
+    ops = data(ns)
+    policy = ops.effective_policy()
+    where, origin = str(ops.namespace), policy.namespace or "default"
+    if as_json:
+        emit_json({**policy.to_dict(), "namespace": where, "from": origin})
+    else:
+        came = ("set here" if origin == where else "halomem's default" if origin == "default"
+                else f"inherited from {origin}")
+        out.print(f"{where}: {describe(policy)} ({came})")
 
 
 @app.command("clear")
-def policy_clear(ns: Optional[str] = NsOption) -> None:
+def policy_clear(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """Remove a namespace's own policy (it inherits again)."""
-    out.print("cleared" if data(ns).clear_policy(None) else "no policy of its own")
+    ops = data(ns)
+    cleared = ops.clear_policy(None)
+    if as_json:
+        emit_json({"namespace": str(ops.namespace), "cleared": cleared})
+    else:
+        out.print(f"{ops.namespace}: " + ("policy cleared; it inherits again" if cleared else "had no policy of its own"))
+
+
+def describe(policy) -> str:  # noqa: ANN001 - halomem.policy.Policy
+    """A policy in words: 'retriever graph' or 'A/B: baseline, 25% of queries to keyword'."""
+    if policy.ab_test:
+        t = policy.ab_test
+        return f"A/B split: {100 - t.pct_b}% of queries to {t.a}, {t.pct_b}% to {t.b} (by query hash)"
+    return f"retriever {policy.retriever}"
 
 
 @app.command("export")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 import typer
-from .common import JsonOption, NsOption, data, emit_json, kernel, out, literal
+from .common import JsonOption, NsOption, data, emit_json, kernel, out, print_text
 
 drivers_app = typer.Typer(no_args_is_help=True, help="Mounted retriever drivers.")
 
@@ -25,19 +25,12 @@ def register(app: typer.Typer) -> None:
                        "request_id": result.request_id, "tokens": result.tokens, "dropped": result.dropped,
                        "hits": result.hits})
             return
-        from rich.table import Table
-
-        title = f"driver {result.driver}" + (f" (fallback from {result.requested_driver})" if result.fallback else "")
-        table = Table(title=literal(title))
-        for name in ("#", "score", "tier", "ref", "ns", "source"):
-            table.add_column(name, no_wrap=True)
-        table.add_column("snippet", ratio=1)
+        driver = result.driver + (f" (fallback from {result.requested_driver})" if result.fallback else "")
+        out.print(f"{len(result.hits)} hits, {result.tokens} tokens, driver {driver}, {result.elapsed_ms:.1f} ms")
         for h in result.hits:
-            snippet = h.content if len(h.content) <= 90 else h.content[:87] + "..."
-            table.add_row(str(h.rank), f"{h.score:.3f}", h.tier, literal(h.ref), literal(h.namespace or "-"),
-                          literal(h.source or "-"), literal(snippet))
-        out.print(table)
-        out.print(f"{len(result.hits)} hits, {result.tokens} tokens, {result.elapsed_ms:.1f} ms")
+            out.print(f"{h.rank}. {h.score:.3f} {h.tier} {h.ref}  {h.namespace or '-'}"
+                      + (f"  source: {h.source}" if h.source else ""))
+            print_text(h.content)
 
 
 @drivers_app.command("list")

@@ -4,13 +4,17 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from ..config import Settings
-from ..errors import DatabaseUnavailableError
+from ..errors import ConfigError, DatabaseUnavailableError
 from . import embedded
 
 # Never let psycopg turn a repeated statement into a server-side prepared one: after five runs
 # PostgreSQL may switch it to a generic plan that cannot see the tsquery or the namespace, and the
 # lexical pool then sorts whole namespaces (22 ms became 50 ms on a 100k store). Planning is ~0.4 ms.
 CONNECT_ARGS = {"prepare_threshold": None}
+
+
+def _one_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def sqlalchemy_url(url: str) -> str:
@@ -34,7 +38,7 @@ def make_engine(settings: Settings, pool_size: int = 10) -> sa.Engine:
         with engine.connect() as conn:
             conn.exec_driver_sql("SELECT 1")
     except sa.exc.ArgumentError as exc:
-        raise DatabaseUnavailableError(f"bad database URL: {exc}") from None
+        raise ConfigError(f"HALOMEM_DATABASE_URL is not a usable PostgreSQL URL: {_one_line(exc)}") from None
     except sa.exc.OperationalError as exc:
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         raise DatabaseUnavailableError(f"cannot connect to PostgreSQL: {reason}") from None

@@ -145,10 +145,18 @@ def set_role_password(conn: Connection, role: str, password: str) -> bool:
     return True
 
 
+def _v4_ingest_keys(conn: Connection, dim: int) -> None:
+    """Keyed ingest: a caller's stable id per memory, unique among a namespace's live rows."""
+    conn.exec_driver_sql("ALTER TABLE memories ADD COLUMN IF NOT EXISTS key text")
+    conn.exec_driver_sql("CREATE UNIQUE INDEX IF NOT EXISTS memories_live_key_idx ON memories (namespace, key)"
+                         " WHERE key IS NOT NULL AND t_valid_to IS NULL AND erased_at IS NULL")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (1, "initial schema", _v1_initial),
     (2, "select-only reader role", _v2_reader_role),
     (3, "agent principals", _v3_principals),
+    (4, "ingest keys", _v4_ingest_keys),
 ]
 LATEST = MIGRATIONS[-1][0]
 

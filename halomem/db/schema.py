@@ -33,6 +33,7 @@ memories = sa.Table(
     sa.Column("erased_at", sa.DateTime(timezone=True), nullable=True),
     sa.Column("content_tsv", TSVECTOR,
               sa.Computed(f"to_tsvector('{TEXT_SEARCH_CONFIG}', content)", persisted=True)),
+    sa.Column("key", sa.Text, nullable=True),  # an ingest key: unique among a namespace's live rows
 )
 
 concepts = sa.Table(

@@ -145,7 +145,8 @@ def build_router(kernel: Kernel, limiter: RateLimiter) -> APIRouter:
         report = await run_in_threadpool(ops.ingest_bytes, raw, fmt=format, skip_bad=skip_bad,
                                          label=f"body.{format}")
         return {"written": report.written, "ids": report.ids, "namespace": report.namespace,
-                "request_id": report.request_id,
+                "request_id": report.request_id, "unchanged": report.unchanged,
+                "superseded": [{"old": old, "new": new} for old, new in report.superseded],
                 "skipped": [{"line": n, "reason": why} for n, why in report.skipped]}
 
     @r.post("/memories/{memory_id}/supersede", status_code=201, summary="Replace a chain's head")

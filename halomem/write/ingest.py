@@ -12,9 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import sqlalchemy as sa
+
 from .. import audit
+from ..db.schema import memories
 from ..embed import Embedder
-from ..errors import HalomemError, IngestError
+from ..errors import ConflictError, HalomemError, IngestError
 from ..index import IndexReader, Scope
 from ..results import IngestReport  # noqa: F401 - re-exported
 from ..types import Namespace
@@ -23,9 +26,10 @@ from .validate import check_content, check_provenance, check_source
 from .writer import new_memory_id, new_request_id
 
 MAX_FILE_BYTES = 2 * 1024**3
-FIELDS = {"content", "source", "provenance"}
+FIELDS = {"content", "source", "provenance", "key"}
 EMBED_BATCH = 512
 SHOWN_BAD_LINES = 20
+MAX_KEY_CHARS = 200
 
 
 @dataclass
@@ -34,6 +38,15 @@ class ParsedRow:
     content: str
     source: str | None
     provenance: dict[str, Any]
+    key: str | None = None  # the caller's stable id for this memory (a doc section, a ticket)
+
+
+@dataclass
+class Applied:
+    """What a keyed ingest did: new rows, rows left as they were, and (old, new) supersessions."""
+    written: list[str]
+    unchanged: list[str]
+    superseded: list[tuple[str, str]]
 
 
 def _detect_format(path: Path, fmt: str | None) -> str:
@@ -118,9 +131,9 @@ def _csv_records(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any] | 
 def _row(number: int, record: dict[str, Any]) -> ParsedRow:
     unknown = sorted(set(record) - FIELDS)
     if unknown:
-        raise IngestError(f"unknown field(s) {', '.join(unknown)} (allowed: content, source, provenance)")
+        raise IngestError(f"unknown field(s) {', '.join(unknown)} (allowed: content, source, provenance, key)")
     return ParsedRow(number, check_content(record.get("content")), check_source(record.get("source")),
-                     check_provenance(record.get("provenance") or None))
+                     check_provenance(record.get("provenance") or None), check_key(record.get("key")))
 
 
 def parse_ingest_file(path: Path, fmt: str | None = None, skip_bad: bool = False
@@ -153,6 +166,10 @@ def parse_ingest_bytes(raw: bytes, fmt: str, skip_bad: bool = False, *, label: s
             rows.append(_row(number, record))
         except HalomemError as exc:
             bad.append((number, str(exc)))
+    bad += _repeated_keys(rows)
+    bad_lines = {n for n, _ in bad}
+    rows = [r for r in rows if r.line not in bad_lines]
+    bad.sort()
     if bad and not skip_bad:
         listed = "; ".join(f"{label}:{n}: {why}" for n, why in bad[:SHOWN_BAD_LINES])
         more = f" (+{len(bad) - SHOWN_BAD_LINES} more)" if len(bad) > SHOWN_BAD_LINES else ""
@@ -167,29 +184,93 @@ def _vector_text(vec: list[float]) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vec) + "]"
 
 
+def check_key(key: object) -> str | None:
+    if key is None or key == "":
+        return None
+    if not isinstance(key, str) or len(key) > MAX_KEY_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in key):
+        raise IngestError(f"key must be text of at most {MAX_KEY_CHARS} printable characters")
+    return key
+
+
+def _repeated_keys(rows: list[ParsedRow]) -> list[tuple[int, str]]:
+    first: dict[str, int] = {}
+    bad = []
+    for r in rows:
+        if r.key is not None:
+            if r.key in first:
+                bad.append((r.line, f"key {r.key[:60]!r} repeats line {first[r.key]}"))
+            else:
+                first[r.key] = r.line
+    return bad
+
+
 def bulk_insert(engine: Any, embedder: Embedder, ns: Namespace, rows: list[ParsedRow], *,
                 label: str, progress: Callable[[int], None] | None = None,
                 request_id: str | None = None) -> list[str]:
-    """Embed in batches, then COPY every row and its mentions in one transaction."""
+    """Embed in batches, then COPY every row and its mentions in one transaction; the new ids."""
+    return bulk_apply(engine, embedder, ns, rows, label=label, progress=progress, request_id=request_id).written
+
+
+def bulk_apply(engine: Any, embedder: Embedder, ns: Namespace, rows: list[ParsedRow], *,
+               label: str, progress: Callable[[int], None] | None = None,
+               request_id: str | None = None, on_write: Callable[[], None] | None = None) -> Applied:
+    """``bulk_insert`` with keys: a key already live in ``ns`` with the same content is left as it is;
+    with new content its row is superseded (the chain kept), all in the one transaction."""
     vectors: list[str] = []
     for start in range(0, len(rows), EMBED_BATCH):
         batch = rows[start:start + EMBED_BATCH]
         vectors += [_vector_text(v) for v in embedder.embed([r.content for r in batch])]
         if progress:
             progress(len(batch))
-    ids = [new_memory_id() for _ in rows]
-    with engine.begin() as conn:
-        known = IndexReader(conn).visible_entities(Scope(ns))
-        cursor = conn.connection.driver_connection.cursor()
-        with cursor.copy("COPY memories (id, namespace, content, embedding, source, provenance) FROM STDIN") as cp:
-            for memory_id, row, vec in zip(ids, rows, vectors):
-                cp.write_row((memory_id, ns.path, row.content, vec, row.source,
-                              json.dumps(row.provenance, ensure_ascii=False)))
-        if known:
-            with cursor.copy("COPY mentions (memory_id, entity_id) FROM STDIN") as cp:
-                for memory_id, row in zip(ids, rows):
-                    for entity_id in mentioned_entities(row.content, known):
-                        cp.write_row((memory_id, entity_id))
-        audit.append(conn, ns.path, "ingest", f"ingest ok rows={len(rows)} file={label}",
-                     request_id or new_request_id())
-    return ids
+    if on_write:
+        on_write()  # embedding done; the database phase begins
+    try:
+        with engine.begin() as conn:
+            return _apply(conn, ns, rows, vectors, label, request_id or new_request_id())
+    except sa.exc.IntegrityError as exc:
+        if "memories_live_key_idx" in str(exc.orig):
+            raise ConflictError("another write used the same key at the same time; nothing was ingested,"
+                                " retry") from None
+        raise
+
+
+def _apply(conn: Any, ns: Namespace, rows: list[ParsedRow], vectors: list[str], label: str,
+           request_id: str) -> Applied:
+    keys = [r.key for r in rows if r.key is not None]
+    live: dict[str, tuple[str, str]] = {}
+    if keys:  # lock the live rows these keys name: a concurrent ingest of the same keys waits
+        found = conn.execute(sa.select(memories.c.key, memories.c.id, memories.c.content)
+                             .where(memories.c.namespace == ns.path, memories.c.key.in_(keys),
+                                    memories.c.t_valid_to.is_(None), memories.c.erased_at.is_(None))
+                             .with_for_update())
+        live = {r.key: (r.id, r.content) for r in found}
+    applied = Applied([], [], [])
+    new: list[tuple[str, ParsedRow, str, str | None]] = []
+    for row, vec in zip(rows, vectors):
+        old = live.get(row.key) if row.key is not None else None
+        if old is not None and old[1] == row.content:
+            applied.unchanged.append(old[0])
+            continue
+        memory_id = new_memory_id()
+        new.append((memory_id, row, vec, old[0] if old else None))
+        applied.written.append(memory_id)
+        if old:
+            applied.superseded.append((old[0], memory_id))
+    for old_id, new_id in applied.superseded:  # close the old heads first: one live row per key
+        conn.execute(sa.update(memories).where(memories.c.id == old_id)
+                     .values(t_valid_to=sa.func.now(), superseded_by=new_id))
+    known = IndexReader(conn).visible_entities(Scope(ns))
+    cursor = conn.connection.driver_connection.cursor()
+    with cursor.copy("COPY memories (id, namespace, content, embedding, source, provenance, key, supersedes)"
+                     " FROM STDIN") as cp:
+        for memory_id, row, vec, supersedes in new:
+            cp.write_row((memory_id, ns.path, row.content, vec, row.source,
+                          json.dumps(row.provenance, ensure_ascii=False), row.key, supersedes))
+    if known:
+        with cursor.copy("COPY mentions (memory_id, entity_id) FROM STDIN") as cp:
+            for memory_id, row, _, _ in new:
+                for entity_id in mentioned_entities(row.content, known):
+                    cp.write_row((memory_id, entity_id))
+    audit.append(conn, ns.path, "ingest", f"ingest ok rows={len(rows)} written={len(applied.written)}"
+                 f" unchanged={len(applied.unchanged)} superseded={len(applied.superseded)} file={label}", request_id)
+    return applied

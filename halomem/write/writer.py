@@ -102,7 +102,7 @@ class Writer:
             done = conn.execute(
                 sa.update(memories)
                 .where(memories.c.id == memory_id, memories.c.namespace == ns.path, memories.c.erased_at.is_(None))
-                .values(content="", embedding=None, source=None, erased_at=sa.func.now(),
+                .values(content="", embedding=None, source=None, key=None, erased_at=sa.func.now(),
                         t_valid_to=sa.func.coalesce(memories.c.t_valid_to, sa.func.now()),
                         provenance=sa.text("'{}'::jsonb"))
                 .returning(memories.c.id)).first()
