@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from ..errors import IntegrityError
-from .common import JsonOption, emit_json, kernel, out, remote, literal
+from .common import JsonOption, emit_json, kernel, out, print_text, remote
 
 app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit trail.")
 
@@ -19,7 +19,6 @@ def tail(n: int = typer.Option(20, "-n", help="How many rows."),
     """The newest audit rows, oldest first (remote mode: the token's namespace and below; needs admin)."""
     from datetime import datetime
 
-    from rich.table import Table
 
     if remote():
         from .common import data
@@ -32,15 +31,10 @@ def tail(n: int = typer.Option(20, "-n", help="How many rows."),
     if as_json:
         emit_json(rows)
         return
-    table = Table()
-    for name in ("seq", "at", "actor", "principal", "action"):
-        table.add_column(name, no_wrap=True)
-    table.add_column("detail", ratio=1)
-    table.add_column("request", no_wrap=True)
     for r in rows:
-        table.add_row(str(r["seq"]), f"{r['at']:%m-%d %H:%M:%S}", literal(r["actor_ns"]), r["principal"] or "operator",
-                      literal(r["action"]), literal(r["detail"]), r["request_id"][:8])
-    out.print(table)
+        out.print(f"{r['seq']}  {r['at']:%Y-%m-%d %H:%M:%S}  {r['actor_ns']}  {r['principal'] or 'operator'}  "
+                  f"{r['action']}  request {r['request_id']}")
+        print_text(r["detail"])
 
 
 @app.command()
