@@ -41,7 +41,6 @@ log = logging.getLogger("halomem")
 MAX_QUERY_CHARS = 4096
 MAX_K = 200
 MAX_BUDGET = 1_000_000
-ENTRY_POINT_GROUP = "halomem.drivers"
 
 
 def namespace(value: str | Namespace | None) -> Namespace:

@@ -137,23 +137,9 @@ def test_fixture_is_checksummed(tmp_path):
 
 
 def test_entry_point_cartridge_is_loadable_and_certified(halomem_certify, tmp_path, monkeypatch):
-    dist = tmp_path / "thirdparty_cartridge-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty-cartridge\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[halomem.drivers]\nthirdparty = thirdparty_cartridge:Ranker\n")
-    (tmp_path / "thirdparty_cartridge.py").write_text(textwrap.dedent('''
-        from halomem.retrieval import hybrid_rank
-        from halomem.types import Capabilities
+    from tests.cartridges import install_third_party
 
-        class Ranker:
-            name = "thirdparty"
-
-            def capabilities(self):
-                return Capabilities()
-
-            def plan(self, q):
-                return hybrid_rank(q)
-    '''))
+    install_third_party(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     loaded = load_driver("thirdparty")
     assert loaded.origin == "entry point thirdparty_cartridge:Ranker"

@@ -355,32 +355,13 @@ def test_mem0_client_isolated_reaches_only_its_declared_sidecar(halomem_conforma
         server.server_close()
 
 
-def _third_party(tmp_path: Path) -> Path:
-    dist = tmp_path / "thirdparty_cartridge-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty-cartridge\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[halomem.drivers]\nthirdparty = thirdparty_cartridge:Ranker\n")
-    (tmp_path / "thirdparty_cartridge.py").write_text(textwrap.dedent('''
-        from halomem.retrieval import hybrid_rank
-        from halomem.types import Capabilities
-
-        class Ranker:
-            name = "thirdparty"
-
-            def capabilities(self):
-                return Capabilities()
-
-            def plan(self, q):
-                return hybrid_rank(q)
-    '''))
-    return tmp_path
-
-
 def test_third_party_entry_point_certified_isolated_by_the_cli(cli_env, tmp_path):
     import json
     import subprocess
 
-    root = _third_party(tmp_path)
+    from tests.cartridges import install_third_party
+
+    root = install_third_party(tmp_path)
     env = {**cli_env, "PYTHONPATH": str(root)}
     proc = subprocess.run([sys.executable, "-m", "halomem.cli.main", "conformance", "thirdparty", "--json"],
                           env=env, capture_output=True, text=True, timeout=240)

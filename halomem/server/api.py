@@ -10,14 +10,13 @@ import dataclasses
 from typing import Any, Optional
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..auth.store import parse_duration
 from ..errors import AuthenticationError, InvalidInputError
 from ..kernel import MAX_BUDGET, MAX_K, Kernel, namespace
 from ..ops import Operations, for_token
-from ..results import MemoryRow, NewMemory, SearchResult
+from ..results import NewMemory, SearchResult
 from .limits import RateLimiter
 
 CALLER_FIELDS = ("namespace", "ns", "caller", "caller_namespace")
@@ -97,10 +96,6 @@ def memory_json(made: NewMemory) -> dict[str, Any]:
     return {"id": made.id, "namespace": made.namespace, "source": made.source, "request_id": made.request_id}
 
 
-def row_json(row: MemoryRow) -> dict[str, Any]:
-    return jsonable(row)
-
-
 def principal_json(p: Any) -> dict[str, Any]:
     return {"id": p.id, "name": p.name, "namespace": p.namespace, "scopes": list(p.scopes),
             "created_at": jsonable(p.created_at), "expires_at": jsonable(p.expires_at),
@@ -161,7 +156,7 @@ def build_router(kernel: Kernel, limiter: RateLimiter) -> APIRouter:
 
     @r.get("/memories/{memory_id}/history", summary="The supersedence chain through a memory")
     def history(memory_id: str, ops: Operations = Ops) -> dict[str, Any]:
-        return {"chain": [row_json(row) for row in ops.history(memory_id)]}
+        return {"chain": jsonable(ops.history(memory_id))}
 
     @r.post("/search", summary="Search what the caller may see")
     def search(body: SearchIn, ops: Operations = Ops) -> dict[str, Any]:
@@ -232,6 +227,3 @@ def build_router(kernel: Kernel, limiter: RateLimiter) -> APIRouter:
 
     return r
 
-
-def json_response(data: Any, status: int = 200) -> JSONResponse:
-    return JSONResponse(jsonable(data), status_code=status)
