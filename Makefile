@@ -36,13 +36,17 @@ bench: install
 	$(BIN)/halomem bench latency --memories 10000 --out bench-results
 	$(BIN)/halomem bench ingest --rows 20000 --out bench-results
 	$(BIN)/halomem bench cli --out bench-results
+	$(BIN)/halomem bench serve --memories 10000 --requests 200 --out bench-results
+	$(BIN)/halomem bench isolation --queries 200 --out bench-results
 
 # the numbers quoted in docs/bench (MiniLM, 100k and 1M memories: most of an hour)
 bench-full: install-minilm
 	$(BIN)/halomem bench quality --dataset locomo --embedder hash --embedder minilm --out docs/bench
 	$(BIN)/halomem bench latency --memories 10000,100000,1000000 --out docs/bench
 	$(BIN)/halomem bench ingest --rows 50000 --embedder hash --embedder minilm --out docs/bench
-	$(BIN)/halomem bench cli --out docs/bench
+	$(BIN)/halomem bench cli --repeats 7 --out docs/bench
+	$(BIN)/halomem bench serve --memories 100000 --out docs/bench
+	$(BIN)/halomem bench isolation --out docs/bench
 
 clean:
 	rm -rf $(VENV) .halomem-demo bench-results

@@ -1,4 +1,9 @@
-"""A Python client of `halomem serve` (httpx), with the kernel's result types and error classes.
+"""A Python client of `halomem serve`, with the kernel's result types and error classes.
+
+Built on httpx2, pydantic's maintained continuation of httpx (same API) and the HTTP client the
+official MCP SDK already depends on: one HTTP client in the dependency tree, and unlike httpx 0.28
+it does not import its command-line tool (click, pygments, rich) on import, 85 ms of every
+remote CLI call.
 
     from halomem.client import Client
     with Client("http://127.0.0.1:8080", token) as hm:
@@ -16,7 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import quote
 
-import httpx
+import httpx2
 
 from .errors import AuthenticationError, DatabaseUnavailableError, HalomemError, error_for_problem
 from .policy.model import Policy, parse_policy
@@ -41,13 +46,13 @@ def _row(data: dict[str, Any]) -> MemoryRow:
 
 class Client:
     def __init__(self, url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx2.BaseTransport | None = None) -> None:
         if not token:
             raise AuthenticationError("no token: set HALOMEM_TOKEN")
         self.url = url.rstrip("/")
         # plain http has no certificates to verify: skip loading the CA bundle (30 ms of a CLI call)
         verify = not self.url.startswith("http://")
-        self._http = httpx.Client(base_url=self.url, timeout=timeout, transport=transport, verify=verify,
+        self._http = httpx2.Client(base_url=self.url, timeout=timeout, transport=transport, verify=verify,
                                   headers={"Authorization": f"Bearer {token}", "User-Agent": "halomem-client"})
 
     def __enter__(self) -> "Client":
@@ -62,16 +67,16 @@ class Client:
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
             response = self._http.request(method, path, **kwargs)
-        except httpx.TimeoutException:
+        except httpx2.TimeoutException:
             raise DatabaseUnavailableError(f"halomem server at {self.url} did not answer in time") from None
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             raise DatabaseUnavailableError(f"cannot reach halomem server at {self.url}: {type(exc).__name__}") from None
         if response.status_code >= 400:
             raise self._error(response)
         return response.json()
 
     @staticmethod
-    def _error(response: httpx.Response) -> HalomemError:
+    def _error(response: httpx2.Response) -> HalomemError:
         try:
             body = response.json()
         except ValueError:

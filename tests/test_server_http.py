@@ -2,7 +2,7 @@
 limits, closed bodies, and that no secret reaches a response, the server log or the audit trail."""
 from datetime import timedelta
 
-import httpx
+import httpx2
 import pytest
 import sqlalchemy as sa
 
@@ -18,17 +18,17 @@ def memories_digest(kernel) -> str:
 
 
 def test_health_docs_and_openapi_are_served(api_server, kernel):
-    assert httpx.get(api_server.url + "/healthz").json()["status"] == "ok"
-    spec = httpx.get(api_server.url + "/openapi.json").json()
+    assert httpx2.get(api_server.url + "/healthz").json()["status"] == "ok"
+    spec = httpx2.get(api_server.url + "/openapi.json").json()
     for path in ("/v1/memories", "/v1/search", "/v1/memories/{memory_id}/supersede", "/v1/memories:ingest",
                  "/v1/policies/{target}", "/v1/audit"):
         assert path in spec["paths"]
-    assert "swagger" in httpx.get(api_server.url + "/docs").text.lower()
+    assert "swagger" in httpx2.get(api_server.url + "/docs").text.lower()
 
 
 def test_remember_and_search_shapes(api_server, kernel):
     token = make_token(kernel, "acme/eng")
-    with httpx.Client(base_url=api_server.url, headers=bearer(token)) as http:
+    with httpx2.Client(base_url=api_server.url, headers=bearer(token)) as http:
         made = http.post("/v1/memories", json={"content": "Deploys go through ArgoCD canaries", "source": "runbook"})
         assert made.status_code == 201
         body = made.json()
@@ -54,7 +54,7 @@ BAD_TOKENS = {
 def test_bad_tokens_are_401_and_write_nothing(api_server, kernel, case):
     headers = {"Authorization": BAD_TOKENS[case]} if BAD_TOKENS[case] else {}
     before = memories_digest(kernel)
-    response = httpx.post(api_server.url + "/v1/memories", json={"content": "intruder"}, headers=headers)
+    response = httpx2.post(api_server.url + "/v1/memories", json={"content": "intruder"}, headers=headers)
     assert response.status_code == 401
     assert response.headers["content-type"].startswith("application/problem+json")
     assert response.headers["www-authenticate"].startswith("Bearer")
@@ -78,17 +78,17 @@ def test_wrong_secret_revoked_and_expired_tokens_are_401(api_server, kernel):
     time.sleep(1.2)
     before = memories_digest(kernel)
     for token in (wrong, revoked, expired):
-        response = httpx.post(api_server.url + "/v1/memories", json={"content": "x"}, headers=bearer(token))
+        response = httpx2.post(api_server.url + "/v1/memories", json={"content": "x"}, headers=bearer(token))
         assert response.status_code == 401, response.text
         assert secret not in response.text and token.rpartition("_")[2] not in response.text
-    assert httpx.post(api_server.url + "/v1/memories", json={"content": "ok"}, headers=bearer(good)).status_code == 201
+    assert httpx2.post(api_server.url + "/v1/memories", json={"content": "ok"}, headers=bearer(good)).status_code == 201
     assert count(kernel, "SELECT count(*) FROM memories") == 1
     assert memories_digest(kernel) != before
 
 
 def test_revocation_takes_effect_on_the_next_request(api_server, kernel, cli):
     token = make_token(kernel, "acme")
-    with httpx.Client(base_url=api_server.url, headers=bearer(token)) as http:
+    with httpx2.Client(base_url=api_server.url, headers=bearer(token)) as http:
         assert http.get("/v1/whoami").status_code == 200
         principal_id = http.get("/v1/whoami").json()["principal"]
         revoked = cli("token", "revoke", principal_id)
@@ -99,7 +99,7 @@ def test_revocation_takes_effect_on_the_next_request(api_server, kernel, cli):
 def test_caller_namespace_in_body_or_query_is_refused(api_server, kernel):
     token = make_token(kernel, "acme/eng")
     before = memories_digest(kernel)
-    with httpx.Client(base_url=api_server.url, headers=bearer(token)) as http:
+    with httpx2.Client(base_url=api_server.url, headers=bearer(token)) as http:
         for body in ({"content": "x", "namespace": "acme/sales"}, {"content": "x", "ns": "acme"}):
             r = http.post("/v1/memories", json=body)
             assert r.status_code == 422 and r.json()["kind"] == "invalid-input"
@@ -112,7 +112,7 @@ def test_caller_namespace_in_body_or_query_is_refused(api_server, kernel):
 
 def test_problem_json_for_each_mapped_error(api_server, kernel):
     token = make_token(kernel, "acme/eng", "read,write")
-    with httpx.Client(base_url=api_server.url, headers=bearer(token)) as http:
+    with httpx2.Client(base_url=api_server.url, headers=bearer(token)) as http:
         head = http.post("/v1/memories", json={"content": "v1"}).json()["id"]
         assert http.post(f"/v1/memories/{head}/supersede", json={"content": "v2"}).status_code == 201
         cases = {
@@ -136,14 +136,14 @@ def test_body_limit_is_413(kernel, settings, api_server):
     token = make_token(kernel, "acme")
     small = start_server(api_server.env, "--max-body", "1000")
     try:
-        r = httpx.post(small.url + "/v1/memories", json={"content": "x" * 5000}, headers=bearer(token))
+        r = httpx2.post(small.url + "/v1/memories", json={"content": "x" * 5000}, headers=bearer(token))
         assert r.status_code == 413 and r.json()["kind"] == "payload-too-large"
 
         def chunks():
             for _ in range(10):
                 yield b"x" * 500
 
-        r = httpx.post(small.url + "/v1/memories:ingest", content=chunks(), headers=bearer(token))
+        r = httpx2.post(small.url + "/v1/memories:ingest", content=chunks(), headers=bearer(token))
         assert r.status_code == 413
         assert count(kernel, "SELECT count(*) FROM memories") == 0
     finally:
@@ -154,13 +154,13 @@ def test_rate_limit_is_429_with_retry_after(kernel, api_server):
     token, other = make_token(kernel, "acme"), make_token(kernel, "acme")
     limited = start_server(api_server.env, "--rate-limit", "1", "--burst", "3")
     try:
-        with httpx.Client(base_url=limited.url, headers=bearer(token)) as http:
+        with httpx2.Client(base_url=limited.url, headers=bearer(token)) as http:
             codes = [http.get("/v1/whoami") for _ in range(6)]
         refused = [r for r in codes if r.status_code == 429]
         assert refused and int(refused[0].headers["retry-after"]) >= 1
         assert refused[0].json()["kind"] == "rate-limited"
         # per principal: another token is not throttled by the first one's burst
-        assert httpx.get(limited.url + "/v1/whoami", headers=bearer(other)).status_code == 200
+        assert httpx2.get(limited.url + "/v1/whoami", headers=bearer(other)).status_code == 200
     finally:
         limited.stop()
 
@@ -169,7 +169,7 @@ def test_ingest_jsonl_is_all_or_nothing(api_server, kernel):
     token = make_token(kernel, "acme/eng")
     good = b'{"content": "one"}\n{"content": "two", "source": "s"}\n'
     bad = good + b'{"content": ""}\n'
-    with httpx.Client(base_url=api_server.url, headers=bearer(token)) as http:
+    with httpx2.Client(base_url=api_server.url, headers=bearer(token)) as http:
         r = http.post("/v1/memories:ingest", content=bad)
         assert r.status_code == 422 and ":3:" in r.json()["detail"]
         assert count(kernel, "SELECT count(*) FROM memories") == 0
@@ -187,7 +187,7 @@ def test_secrets_never_stored_logged_or_audited(api_server, kernel, cli):
     token = issued["token"]
     secret = token.rpartition("_")[2]
     assert set(issued) >= {"id", "token", "namespace", "scopes", "expires_at"}
-    with httpx.Client(base_url=api_server.url, headers=bearer(token)) as http:
+    with httpx2.Client(base_url=api_server.url, headers=bearer(token)) as http:
         http.post("/v1/memories", json={"content": "hello"})
         http.post("/v1/search", json={"query": "hello"})
         http.get("/v1/audit")  # refused: 403

@@ -11,7 +11,7 @@ import threading
 import time
 from collections import Counter
 
-import httpx
+import httpx2
 import pytest
 import sqlalchemy as sa
 
@@ -41,7 +41,7 @@ class Load:
     def client(self, n: int) -> None:
         rng = random.Random(n)
         ns = NAMESPACES[n % len(NAMESPACES)]
-        http = httpx.Client(headers=bearer(self.tokens[ns]), timeout=30)
+        http = httpx2.Client(headers=bearer(self.tokens[ns]), timeout=30)
         try:
             while not self.stop.is_set():
                 url = rng.choice(self.urls)
@@ -57,7 +57,7 @@ class Load:
                         with self.lock:
                             old = self.heads[ns][chain]
                         r = http.post(url + f"/v1/memories/{old}/supersede", json={"content": f"chain {n}"})
-                except httpx.HTTPError:
+                except httpx2.HTTPError:
                     with self.lock:
                         self.transport_errors += 1
                     time.sleep(0.05)
@@ -75,7 +75,7 @@ class Load:
                 if r.status_code == 409:  # lost the race: learn the new head from the chain
                     try:
                         seen = http.get(url + f"/v1/memories/{old}/history")
-                    except httpx.HTTPError:
+                    except httpx2.HTTPError:
                         continue
                     with self.lock:
                         self.statuses[seen.status_code] += 1
@@ -172,17 +172,17 @@ def test_two_servers_on_one_database_answer_the_same(api_server, kernel):
     try:
         for i in range(20):
             url = (api_server.url, second.url)[i % 2]
-            assert httpx.post(url + "/v1/memories", json={"content": f"deploy note {i}"},
+            assert httpx2.post(url + "/v1/memories", json={"content": f"deploy note {i}"},
                               headers=bearer(token)).status_code == 201
         for query in ("deploy note", "note 7", "deploy"):
-            answers = [httpx.post(url + "/v1/search", json={"query": query, "k": 10}, headers=bearer(token)).json()
+            answers = [httpx2.post(url + "/v1/search", json={"query": query, "k": 10}, headers=bearer(token)).json()
                        for url in (api_server.url, second.url)]
             strip = [[(h["id"], round(h["score"], 9), h["content"]) for h in a["hits"]] for a in answers]
             assert strip[0] == strip[1] and strip[0]
-        old = httpx.post(api_server.url + "/v1/memories", json={"content": "v1"}, headers=bearer(token)).json()["id"]
-        new = httpx.post(second.url + f"/v1/memories/{old}/supersede", json={"content": "v2"},
+        old = httpx2.post(api_server.url + "/v1/memories", json={"content": "v1"}, headers=bearer(token)).json()["id"]
+        new = httpx2.post(second.url + f"/v1/memories/{old}/supersede", json={"content": "v2"},
                          headers=bearer(token)).json()["id"]
-        chain = httpx.get(api_server.url + f"/v1/memories/{new}/history", headers=bearer(token)).json()["chain"]
+        chain = httpx2.get(api_server.url + f"/v1/memories/{new}/history", headers=bearer(token)).json()["chain"]
         assert [r["id"] for r in chain] == [old, new]
     finally:
         second.stop()

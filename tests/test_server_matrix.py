@@ -9,7 +9,7 @@ import os
 import random
 from dataclasses import dataclass
 
-import httpx
+import httpx2
 import pytest
 
 from tests.conftest import make_token
@@ -88,7 +88,7 @@ def expect(scopes: list[str], op: str, rel: str) -> str:
     return "ok"
 
 
-def outcome_rest(response: httpx.Response) -> str:
+def outcome_rest(response: httpx2.Response) -> str:
     return {200: "ok", 201: "ok", 403: "forbidden", 404: "not_found"}.get(response.status_code,
                                                                           f"http {response.status_code}")
 
@@ -119,7 +119,7 @@ def victim_for(kernel, op: str, caller: str, target: str, world: World) -> str: 
     return world.canary[target]
 
 
-def run_rest(http: httpx.Client, op: str, caller: str, target: str, world: World, victim: str):  # noqa: ANN001
+def run_rest(http: httpx2.Client, op: str, caller: str, target: str, world: World, victim: str):  # noqa: ANN001
     if op == "search":
         return http.post("/v1/search", json={"query": world.word[target], "k": 50, "token_budget": 100000})
     if op == "history":
@@ -191,7 +191,7 @@ def test_cross_tenant_matrix(api_server, kernel, tree_seed):
             token = make_token(kernel, caller, ",".join(scopes))
             session = McpSession(api_server.url, token)
             try:
-                with httpx.Client(base_url=api_server.url, headers=bearer(token), timeout=60) as http:
+                with httpx2.Client(base_url=api_server.url, headers=bearer(token), timeout=60) as http:
                     for op in rest_ops:
                         for rel, target in (targets.items() if op in TARGETED else [("own", caller)]):
                             victim = victim_for(kernel, op, caller, target, world)

@@ -2,7 +2,7 @@
 on stdio acting as HALOMEM_TOKEN."""
 import sys
 
-import httpx
+import httpx2
 from mcp.client.stdio import StdioServerParameters
 
 from tests.conftest import make_token
@@ -37,7 +37,7 @@ def test_tools_over_http_with_budget_and_chain(api_server, kernel):
 
 def test_mcp_http_refuses_bad_tokens(api_server, kernel):
     for headers in ({}, bearer("hm_0123456789abcdef_" + "A" * 43), bearer("nonsense")):
-        r = httpx.post(api_server.url + "/mcp", headers={**headers, "Accept": "application/json, text/event-stream"},
+        r = httpx2.post(api_server.url + "/mcp", headers={**headers, "Accept": "application/json, text/event-stream"},
                        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         assert r.status_code == 401
 

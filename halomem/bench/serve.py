@@ -3,7 +3,7 @@ in the same run on the same store; and remote vs local `halomem search` wall tim
 
 One ephemeral embedded server holds the corpus. The in-process legs drive a kernel in this
 process with N threads; the HTTP legs drive a real `halomem serve` process (no rate limit, no
-access log) with N threads of httpx clients, each with a token of its caller's namespace.
+access log) with N threads of httpx2 clients, each with a token of its caller's namespace.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-import httpx
+import httpx2
 
 from ..db.embedded import ephemeral_server
 from . import report
@@ -103,7 +103,7 @@ def run_serve(memories: int, concurrency: Sequence[int], requests: int, out_dir:
 
 def _measure(kernel, url: str, tokens: dict[str, str], probes: list[tuple[str, str]],  # noqa: ANN001
              concurrency: Sequence[int], requests: int, progress: Callable[[str], None]) -> list[dict]:
-    clients = [httpx.Client(base_url=url, timeout=60) for _ in range(max(concurrency))]
+    clients = [httpx2.Client(base_url=url, timeout=60) for _ in range(max(concurrency))]
 
     def in_process(w: int, i: int) -> None:
         ns, text = probes[i % len(probes)]
@@ -145,7 +145,7 @@ METHOD = """Synthetic org memories over a 16-namespace tree (`halomem/bench/synt
 ephemeral embedded server, `VACUUM ANALYZE` after the load. Queries from callers at every depth,
 k = 10, the default (baseline) policy. Each leg sends the same number of searches; in-process legs
 call `Kernel.search` from N threads of this process, HTTP legs send `POST /v1/search` from N
-threads (httpx, keep-alive) to a `halomem serve` process on 127.0.0.1 (no rate limit, no access
+threads (httpx2, keep-alive) to a `halomem serve` process on 127.0.0.1 (no rate limit, no access
 log). Client and server share the machine's cores. CLI: median wall time of a fresh
 `halomem search --json` process, local (kernel against the same database) vs remote
 (`HALOMEM_URL` + `HALOMEM_TOKEN`)."""

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import httpx2
 
 
 def free_port() -> int:
@@ -58,9 +58,9 @@ def start_server(env: dict, *args: str, port: int | None = None, timeout: float 
         if proc.poll() is not None:
             raise RuntimeError(f"halomem serve exited {proc.returncode}:\n{server.log()[-2000:]}")
         try:
-            if httpx.get(server.url + "/healthz", timeout=2).status_code == 200:
+            if httpx2.get(server.url + "/healthz", timeout=2).status_code == 200:
                 return server
-        except httpx.HTTPError:
+        except httpx2.HTTPError:
             pass
         time.sleep(0.2)
     server.stop()
