@@ -48,6 +48,10 @@ def booted(settings: Settings) -> Kernel:
     k = Kernel.boot(settings)
     yield k
     k.close()
+    if not settings.database_url:  # the throwaway test server never outlives the session
+        from halomem.db import embedded
+
+        embedded.stop(settings.home)
 
 
 @pytest.fixture()

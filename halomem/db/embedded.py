@@ -124,6 +124,9 @@ def attach(home: Path) -> str:
     def keep_if_pinned() -> None:  # runs before the wheel's own atexit hook (LIFO)
         if (home / PIN_FILE).exists():
             server.cleanup_mode = None
+        # a SIGKILLed user never removed its pid: drop the dead ones, so the last live one out stops it
+        with pg.PostgresServer._lock:
+            prune_dead_pids(pgdata)
 
     atexit.register(keep_if_pinned)
     return credentials.secure(pgdata, home, server.get_uri(driver="psycopg"))
