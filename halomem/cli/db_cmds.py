@@ -3,11 +3,16 @@ from __future__ import annotations
 
 import typer
 
-from ..db import embedded
 from ..errors import ConfigError
 from .common import JsonOption, emit_json, out, settings
 
 app = typer.Typer(no_args_is_help=True, help="The embedded PostgreSQL server.")
+
+
+def _embedded():  # noqa: ANN202 - halomem.db.embedded, imported on use (remote CLI calls never need it)
+    from ..db import embedded
+
+    return embedded
 
 
 def _embedded_home():  # noqa: ANN202
@@ -20,7 +25,7 @@ def _embedded_home():  # noqa: ANN202
 @app.command()
 def status(as_json: bool = JsonOption) -> None:
     """Whether the embedded server runs, its pid, socket dir and attached processes."""
-    st = embedded.status(_embedded_home())
+    st = _embedded().status(_embedded_home())
     if as_json:
         emit_json(st)
     else:
@@ -32,6 +37,7 @@ def status(as_json: bool = JsonOption) -> None:
 def start(as_json: bool = JsonOption) -> None:
     """Start the embedded server and keep it running after this process exits."""
     home = _embedded_home()
+    embedded = _embedded()
     embedded.attach(home)
     embedded.pin(home, True)
     st = embedded.status(home)
@@ -43,6 +49,7 @@ def stop(force: bool = typer.Option(False, "--force", help="Stop even while othe
          as_json: bool = JsonOption) -> None:
     """Stop the embedded server (refused while other halomem processes are attached, unless --force)."""
     home = _embedded_home()
+    embedded = _embedded()
     others = embedded.other_users(home)
     if others and not force:
         from ..errors import ConflictError

@@ -5,7 +5,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-import yaml
 
 from ..errors import InvalidInputError
 from .common import JsonOption, NsOption, data, emit_json, kernel, out
@@ -70,7 +69,12 @@ def describe(policy) -> str:  # noqa: ANN001 - halomem.policy.Policy
 def policy_export(as_json: bool = JsonOption) -> None:
     """Every namespace's own policy, as YAML (or JSON)."""
     exported = {p.namespace: p.to_dict() for p in kernel().policies()}
-    emit_json(exported) if as_json else typer.echo(yaml.safe_dump(exported, sort_keys=True), nl=False)
+    if as_json:
+        emit_json(exported)
+    else:
+        import yaml
+
+        typer.echo(yaml.safe_dump(exported, sort_keys=True), nl=False)
 
 
 @app.command("import")
@@ -79,6 +83,8 @@ def policy_import(path: Path, as_json: bool = JsonOption) -> None:
     from ..policy import parse_policy
 
     try:
+        import yaml
+
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InvalidInputError(f"cannot read {path}: {exc.strerror or exc}") from None
