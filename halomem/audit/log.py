@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..db.schema import audit_log
+from ..index.acl import in_subtree
 
 AUDIT_LOCK = 0x6A10_0002
 GENESIS = "0" * 64
@@ -86,8 +87,7 @@ def tail(conn: Connection, n: int = 20, action: str | None = None, subtree: str 
     if action:
         stmt = stmt.where(audit_log.c.action == action)
     if subtree is not None:
-        stmt = stmt.where(sa.or_(audit_log.c.actor_ns == subtree,
-                                 sa.func.starts_with(audit_log.c.actor_ns, subtree + "/")))
+        stmt = stmt.where(in_subtree(audit_log.c.actor_ns, subtree))
     return [AuditRow(**r._mapping) for r in reversed(conn.execute(stmt).all())]
 
 

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from .. import audit
 from ..db.schema import principals
+from ..index.acl import in_subtree
 from ..errors import AuthenticationError, InvalidInputError, NotFoundError
 from ..types import Namespace
 from .rights import SCOPES, Caller, within
@@ -93,8 +94,7 @@ class PrincipalStore:
     def list(self, subtree: Namespace | None = None) -> list[Principal]:
         stmt = sa.select(principals).order_by(principals.c.namespace, principals.c.created_at)
         if subtree is not None:
-            stmt = stmt.where(sa.or_(principals.c.namespace == subtree.path,
-                                     sa.func.starts_with(principals.c.namespace, subtree.path + "/")))
+            stmt = stmt.where(in_subtree(principals.c.namespace, subtree))
         with self.engine.connect() as conn:
             return [_principal(r) for r in conn.execute(stmt)]
 

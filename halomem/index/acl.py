@@ -24,6 +24,15 @@ class Scope:
         return self.sources is not None
 
 
+def in_subtree(column: sa.ColumnElement[str], root: Namespace | str) -> sa.ColumnElement[bool]:
+    """``column`` is ``root`` or one of its descendants: the admin rule and the reach of an entity.
+
+    ``starts_with`` rather than LIKE: a namespace may hold '_', which LIKE would read as a wildcard.
+    """
+    path = str(root)
+    return sa.or_(column == path, sa.func.starts_with(column, path + "/"))
+
+
 def visible(table: sa.Table, scope: Scope, *, live: bool = True,
             within: str | Sequence[str] | None = None) -> sa.ColumnElement[bool]:
     """WHERE clause admitting exactly the rows of ``table`` that ``scope`` may read.

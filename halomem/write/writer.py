@@ -16,7 +16,7 @@ from ..db.schema import concepts, entities, entity_aliases, memories, policies
 from ..embed import Embedder
 from ..embed.tokenize import word_boundary_pattern
 from ..errors import ConflictError, InvalidInputError, NotFoundError
-from ..index import IndexReader, Scope
+from ..index import IndexReader, Scope, in_subtree
 from ..results import NewMemory
 from ..types import Namespace
 from .mentions import forget_mentions, mentioned_entities, record_mentions
@@ -139,7 +139,7 @@ class Writer:
         # An entity registered in ns applies to rows of ns and of its descendants.
         prefilter = "|".join(re.escape(n) for n in names)
         rows = conn.execute(sa.select(memories.c.id, memories.c.content).where(
-            sa.or_(memories.c.namespace == ns.path, memories.c.namespace.startswith(ns.path + "/")),
+            in_subtree(memories.c.namespace, ns),
             memories.c.t_valid_to.is_(None), memories.c.erased_at.is_(None),
             memories.c.content.op("~*")(prefilter)))
         hits = [r.id for r in rows if any(word_boundary_pattern(n).search(r.content) for n in names)]
