@@ -5,7 +5,7 @@ database stack.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -40,6 +40,13 @@ class SearchResult:
     def tokens(self) -> int:
         return sum(h.token_estimate for h in self.hits)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of a search, the same for `search --json`, the HTTP API and MCP."""
+        return {"query": self.query, "namespace": self.namespace, "driver": self.driver,
+                "requested_driver": self.requested_driver, "fallback": self.fallback,
+                "request_id": self.request_id, "tokens": self.tokens, "dropped": self.dropped,
+                "hits": [asdict(h) for h in self.hits]}
+
 
 @dataclass(frozen=True)
 class NewMemory:
@@ -47,6 +54,9 @@ class NewMemory:
     namespace: str
     source: str | None
     request_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "namespace": self.namespace, "source": self.source, "request_id": self.request_id}
 
 
 @dataclass(frozen=True)
@@ -73,3 +83,8 @@ class IngestReport:
     request_id: str | None = None
     unchanged: list[str] = field(default_factory=list)  # keyed rows already live with that content
     superseded: list[tuple[str, str]] = field(default_factory=list)  # (old id, new id) for changed keys
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"written": self.written, "namespace": self.namespace, "ids": self.ids, "unchanged": self.unchanged,
+                "superseded": [{"old": old, "new": new} for old, new in self.superseded],
+                "request_id": self.request_id, "skipped": [{"line": n, "reason": why} for n, why in self.skipped]}

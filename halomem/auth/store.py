@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Iterable
+from typing import Any, Iterable
 
 import sqlalchemy as sa
 
@@ -34,6 +34,11 @@ class Principal:
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None
+
+    def public(self) -> dict[str, Any]:
+        """Everything about a token but its secret (which is not kept anyway)."""
+        return {"id": self.id, "name": self.name, "namespace": self.namespace, "scopes": list(self.scopes),
+                "created_at": self.created_at, "expires_at": self.expires_at, "revoked_at": self.revoked_at}
 
     def caller(self) -> Caller:
         return Caller(Namespace(self.namespace), frozenset(self.scopes), self.id, self.name)

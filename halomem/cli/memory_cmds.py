@@ -24,11 +24,6 @@ def _provenance(text: Optional[str]) -> Optional[dict]:
     return value
 
 
-def _new_memory_json(made, **extra) -> dict:  # noqa: ANN001
-    return {"id": made.id, "namespace": made.namespace, "source": made.source, "request_id": made.request_id,
-            **extra}
-
-
 def register(app: typer.Typer) -> None:
     @app.command()
     def init(as_json: bool = JsonOption) -> None:
@@ -52,7 +47,7 @@ def register(app: typer.Typer) -> None:
         if content == "-":
             content = sys.stdin.read().removesuffix("\n")
         made = data(ns).remember(content, source=source, provenance=_provenance(provenance))
-        emit_json(_new_memory_json(made)) if as_json else out.print(made.id, markup=False)
+        emit_json(made.to_dict()) if as_json else out.print(made.id, markup=False)
 
     @app.command()
     def supersede(old_id: str = typer.Argument(..., help="The chain's current head."),
@@ -61,7 +56,7 @@ def register(app: typer.Typer) -> None:
                   as_json: bool = JsonOption) -> None:
         """Replace a memory: close its validity and link the new head (a lost race exits 5)."""
         made = data(ns).supersede(old_id, content, source=source, provenance=_provenance(provenance))
-        emit_json(_new_memory_json(made, supersedes=old_id)) if as_json else out.print(made.id, markup=False)
+        emit_json({**made.to_dict(), "supersedes": old_id}) if as_json else out.print(made.id, markup=False)
 
     @app.command()
     def erase(memory_id: str, ns: Optional[str] = NsOption,
@@ -124,11 +119,7 @@ def register(app: typer.Typer) -> None:
         for line, reason in report.skipped:
             err.print(f"halomem: skipped {path}:{line}: {reason}", markup=False)
         if as_json:
-            emit_json({"written": report.written, "namespace": report.namespace, "ids": report.ids,
-                       "unchanged": report.unchanged,
-                       "superseded": [{"old": old, "new": new} for old, new in report.superseded],
-                       "request_id": report.request_id,
-                       "skipped": [{"line": n, "reason": r} for n, r in report.skipped]})
+            emit_json(report.to_dict())
         else:
             notes = [f"{len(report.unchanged)} unchanged"] if report.unchanged else []
             notes += [f"{len(report.superseded)} superseded"] if report.superseded else []

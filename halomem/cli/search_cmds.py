@@ -20,10 +20,7 @@ def register(app: typer.Typer) -> None:
         """Search what the caller's namespace may see, ranked by the policy's driver."""
         result = data(ns).search(query, k=k, token_budget=budget, sources=source or None, driver=driver)
         if as_json:
-            emit_json({"query": result.query, "namespace": result.namespace, "driver": result.driver,
-                       "requested_driver": result.requested_driver, "fallback": result.fallback,
-                       "request_id": result.request_id, "tokens": result.tokens, "dropped": result.dropped,
-                       "hits": result.hits})
+            emit_json(result.to_dict())
             return
         driver = result.driver + (f" (fallback from {result.requested_driver})" if result.fallback else "")
         out.print(f"{len(result.hits)} hits, {result.tokens} tokens, driver {driver}, {result.elapsed_ms:.1f} ms")

@@ -10,11 +10,6 @@ from .common import JsonOption, NsOption, emit_json, err, kernel, out, literal
 app = typer.Typer(no_args_is_help=True, help="Agent tokens: each binds one principal to one namespace.")
 
 
-def _principal_json(p) -> dict:  # noqa: ANN001
-    return {"id": p.id, "name": p.name, "namespace": p.namespace, "scopes": list(p.scopes),
-            "created_at": p.created_at, "expires_at": p.expires_at, "revoked_at": p.revoked_at}
-
-
 @app.command("create")
 def create(ns: Optional[str] = NsOption, name: str = typer.Option(..., "--name", help="Who holds it, e.g. ci-bot."),
            scope: str = typer.Option("read", "--scope", help="Comma-separated: read, write, admin."),
@@ -48,7 +43,7 @@ def list_tokens(ns: Optional[str] = typer.Option(None, "--ns", help="Only this n
 
     rows = PrincipalStore(kernel().engine).list(namespace(ns) if ns else None)
     if as_json:
-        emit_json([_principal_json(p) for p in rows])
+        emit_json([p.public() for p in rows])
         return
     table = Table("id", "name", "namespace", "scopes", "created", "expires", "state")
     for p in rows:
@@ -66,5 +61,5 @@ def revoke(principal_id: str = typer.Argument(..., help="The token's id (hm_<id>
     from ..write.writer import new_request_id
 
     p = PrincipalStore(kernel().engine).revoke(principal_id, request_id=new_request_id())
-    emit_json(_principal_json(p)) if as_json else out.print(f"revoked {p.id} ({p.name}, {p.namespace})",
+    emit_json(p.public()) if as_json else out.print(f"revoked {p.id} ({p.name}, {p.namespace})",
                                                               markup=False)

@@ -16,7 +16,7 @@ from ..auth.store import parse_duration
 from ..errors import AuthenticationError, InvalidInputError
 from ..kernel import MAX_BUDGET, MAX_K, Kernel, namespace
 from ..ops import Operations, for_token
-from ..results import NewMemory, SearchResult
+from ..results import SearchResult
 from .limits import RateLimiter
 
 CALLER_FIELDS = ("namespace", "ns", "caller", "caller_namespace")
@@ -86,20 +86,11 @@ def jsonable(value: Any) -> Any:
 
 
 def search_json(result: SearchResult) -> dict[str, Any]:
-    return {"query": result.query, "namespace": result.namespace, "driver": result.driver,
-            "requested_driver": result.requested_driver, "fallback": result.fallback,
-            "request_id": result.request_id, "tokens": result.tokens, "dropped": result.dropped,
-            "elapsed_ms": round(result.elapsed_ms, 3), "hits": jsonable(result.hits)}
-
-
-def memory_json(made: NewMemory) -> dict[str, Any]:
-    return {"id": made.id, "namespace": made.namespace, "source": made.source, "request_id": made.request_id}
+    return {**result.to_dict(), "elapsed_ms": round(result.elapsed_ms, 3)}
 
 
 def principal_json(p: Any) -> dict[str, Any]:
-    return {"id": p.id, "name": p.name, "namespace": p.namespace, "scopes": list(p.scopes),
-            "created_at": jsonable(p.created_at), "expires_at": jsonable(p.expires_at),
-            "revoked_at": jsonable(p.revoked_at)}
+    return jsonable(p.public())
 
 
 def build_router(kernel: Kernel, limiter: RateLimiter) -> APIRouter:
@@ -126,7 +117,7 @@ def build_router(kernel: Kernel, limiter: RateLimiter) -> APIRouter:
 
     @r.post("/memories", status_code=201, summary="Remember one memory in the caller's namespace")
     def remember(body: MemoryIn, ops: Operations = Ops) -> dict[str, Any]:
-        return memory_json(ops.remember(body.content, source=body.source, provenance=body.provenance))
+        return ops.remember(body.content, source=body.source, provenance=body.provenance).to_dict()
 
     @r.post("/memories:ingest", status_code=201, summary="Bulk ingest a JSONL body (all or nothing)",
             openapi_extra={"requestBody": {"content": {"application/x-ndjson": {"schema": {"type": "string"}}}}})
@@ -139,15 +130,12 @@ def build_router(kernel: Kernel, limiter: RateLimiter) -> APIRouter:
         raw = await request.body()
         report = await run_in_threadpool(ops.ingest_bytes, raw, fmt=format, skip_bad=skip_bad,
                                          label=f"body.{format}")
-        return {"written": report.written, "ids": report.ids, "namespace": report.namespace,
-                "request_id": report.request_id, "unchanged": report.unchanged,
-                "superseded": [{"old": old, "new": new} for old, new in report.superseded],
-                "skipped": [{"line": n, "reason": why} for n, why in report.skipped]}
+        return report.to_dict()
 
     @r.post("/memories/{memory_id}/supersede", status_code=201, summary="Replace a chain's head")
     def supersede(memory_id: str, body: MemoryIn, ops: Operations = Ops) -> dict[str, Any]:
         made = ops.supersede(memory_id, body.content, source=body.source, provenance=body.provenance)
-        return {**memory_json(made), "supersedes": memory_id}
+        return {**made.to_dict(), "supersedes": memory_id}
 
     @r.post("/memories/{memory_id}/erase", summary="Erase a memory's content for good (tombstone kept)")
     def erase(memory_id: str, body: EraseIn, ops: Operations = Ops) -> dict[str, Any]:
@@ -180,7 +168,7 @@ def build_router(kernel: Kernel, limiter: RateLimiter) -> APIRouter:
 
     @r.post("/concepts:materialize", status_code=201, summary="Copy a visible concept into L2 as a memory")
     def materialize(body: ConceptRef, ops: Operations = Ops) -> dict[str, Any]:
-        return {**memory_json(ops.materialize_concept(body.path)), "concept": body.path}
+        return {**ops.materialize_concept(body.path).to_dict(), "concept": body.path}
 
     @r.post("/concepts:search", summary="Search L3 concepts visible to the caller")
     def concept_search(body: ConceptSearchIn, ops: Operations = Ops) -> dict[str, Any]:
