@@ -170,13 +170,13 @@ class Client:
         return parse_policy(data, None if source == "default" else source)
 
     def set_policy(self, target: str | None, policy: dict[str, Any]) -> Policy:
-        target = target or self.whoami()["namespace"]
+        target = target or self.namespace
         data = self._call("PUT", f"/v1/policies/{quote(target, safe='/')}", json=policy)
         data.pop("namespace", None)
         return parse_policy(data, target)
 
     def clear_policy(self, target: str | None) -> bool:
-        target = target or self.whoami()["namespace"]
+        target = target or self.namespace
         return self._call("DELETE", f"/v1/policies/{quote(target, safe='/')}")["cleared"]
 
     def audit_tail(self, n: int = 20, action: str | None = None) -> list[dict[str, Any]]:

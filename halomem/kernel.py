@@ -384,7 +384,7 @@ class Kernel:
         with self.engine.connect() as conn:
             result = audit.verify(conn, expected=[*heads.read(self.settings.home), *expected])
         if result.ok and result.head_seq is not None:
-            self.record_audit_head()
+            heads.record(self.settings.home, Head(result.head_seq, result.head_hash))  # verified just now
         return result
 
     def record_audit_head(self) -> None:

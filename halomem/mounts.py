@@ -8,13 +8,14 @@ ever runs inside a confined worker (halomem.sandbox).
 from __future__ import annotations
 
 import logging
+from importlib import import_module
 from importlib.metadata import entry_points
 from urllib.parse import urlsplit
 
 from .config import Settings
 from .drivers import DriverRegistry
 from .errors import ConfigError
-from .sandbox.cartridge import ENTRY_POINT_GROUP, from_entry_point, from_module
+from .sandbox.cartridge import ENTRY_POINT_GROUP, from_entry_point, from_module, pick_driver
 from .sandbox.isolated import IsolatedDriver, Limits
 
 log = logging.getLogger("halomem")
@@ -42,10 +43,6 @@ def mount_drivers(registry: DriverRegistry, settings: Settings, *, plugins: bool
         if isolate_all and name != DriverRegistry.FALLBACK:
             registry.mount(IsolatedDriver(from_module(module, name), bounds))
         else:
-            from importlib import import_module
-
-            from .sandbox.cartridge import pick_driver
-
             registry.mount(pick_driver(import_module(module), module))
     if settings.sidecar_url:
         _mount_sidecar(registry, settings.sidecar_url, bounds if isolate_all else None)
@@ -75,6 +72,6 @@ def _mount_sidecar(registry: DriverRegistry, url: str, bounds: Limits | None) ->
 
 def close_drivers(registry: DriverRegistry) -> None:
     for name in registry.names():
-        closer = getattr(registry.get(name), "close", None)
-        if isinstance(registry.get(name), IsolatedDriver) and callable(closer):
-            closer()
+        driver = registry.get(name)
+        if isinstance(driver, IsolatedDriver):
+            driver.close()

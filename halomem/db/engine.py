@@ -40,8 +40,7 @@ def make_engine(settings: Settings, pool_size: int = 10) -> sa.Engine:
     except sa.exc.ArgumentError as exc:
         raise ConfigError(f"HALOMEM_DATABASE_URL is not a usable PostgreSQL URL: {_one_line(exc)}") from None
     except sa.exc.OperationalError as exc:
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-        raise DatabaseUnavailableError(f"cannot connect to PostgreSQL: {reason}") from None
+        raise DatabaseUnavailableError(f"cannot connect to PostgreSQL: {_one_line(exc.orig or exc)}") from None
     return engine
 
 
