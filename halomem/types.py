@@ -83,6 +83,17 @@ class Candidate:
     ref: str
     content: str
     source: str | None = None  # where the memory came from (a session, a document); optional context
+    # lexical_candidates only: the row's BM25 over the corpus the caller may see (None elsewhere)
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class CorpusStats:
+    """BM25's corpus-level inputs over exactly the rows the caller may read (view.corpus_stats)."""
+
+    documents: int
+    average_length: float  # in lexemes (stemmed, stopwords dropped)
+    document_frequency: dict[str, int]  # per term asked for: visible rows holding its stem
 
 
 @dataclass(frozen=True)
@@ -133,7 +144,9 @@ class ScopedView(Protocol):
 
     def entity_facts(self, mention: str, hops: Literal[1, 2]) -> list[EntityFact]: ...
 
-    # Optional: lexical_candidates(query: str, limit: int) -> list[Candidate]; feature-detect it.
+    # Optional, feature-detect them:
+    #   lexical_candidates(query: str, limit: int) -> list[Candidate]  (best BM25 first, with .score)
+    #   corpus_stats(terms: Sequence[str]) -> CorpusStats
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
-"""The lexical pool: exact below LEXICAL_RANK_CAP, bounded and fair above it."""
+"""The lexical pool: exact while the matches are few, bounded and fair when a lexeme is common."""
 import pytest
 
-from halomem.index import Scope, reader as reader_module
+from halomem.index import Scope, lexical
 from halomem.types import Namespace
 
 
@@ -20,26 +20,30 @@ def crowded(kernel):
     return full, own
 
 
-def test_below_the_cap_every_match_is_ranked(kernel, crowded):
+def test_below_the_bounds_every_match_is_ranked(kernel, crowded):
     full, own = crowded
     refs = _pool(kernel, "acme/eng", "kafka quota billing", limit=100)
     assert len(refs) == 61 + 5 and refs[0] == full and set(own) <= set(refs)
 
 
-def test_above_the_cap_the_pool_keeps_full_matches_and_every_namespace_share(kernel, crowded, monkeypatch):
-    monkeypatch.setattr(reader_module, "LEXICAL_RANK_CAP", 10)
+@pytest.fixture()
+def small_bounds(monkeypatch):
+    monkeypatch.setattr(lexical, "RARE_DOCS", 10)
+    monkeypatch.setattr(lexical, "COMMON_CAP", 10)
+
+
+def test_above_the_bounds_the_pool_keeps_rare_matches_and_every_namespace_share(kernel, crowded, small_bounds):
     full, own = crowded
     refs = _pool(kernel, "acme/eng", "kafka quota billing")
-    assert full in refs  # holds every term: ranked even though 60 newer rows match "kafka"
+    assert refs[0] == full  # holds the rare lexemes: ranked first though 65 rows match "kafka"
     assert set(own) <= set(refs)  # the caller's own namespace gets its share despite the crowded ancestor
-    assert len(refs) <= 10 + 1
+    assert len(refs) <= 1 + 10 + 10
     with kernel.index.reader() as reader:  # nothing outside the ACL either way
         rows = reader.fetch(Scope(Namespace("acme/eng")), refs)
     assert set(rows) == set(refs) and {r.namespace for r in rows.values()} == {"acme", "acme/eng"}
 
 
-def test_single_term_queries_and_empty_queries(kernel, crowded, monkeypatch):
-    monkeypatch.setattr(reader_module, "LEXICAL_RANK_CAP", 10)
+def test_single_term_queries_and_empty_queries(kernel, crowded, small_bounds):
     _, own = crowded
     assert set(own) <= set(_pool(kernel, "acme/eng", "kafka"))
     assert _pool(kernel, "acme/eng", "?!") == [] and _pool(kernel, "acme/eng", "kafka", limit=0) == []

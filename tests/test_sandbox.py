@@ -71,6 +71,16 @@ TRICKS = {
             leak(seen)
         return hybrid_rank(q)
 ''',
+    "statistics_side_channel": '''
+        # corpus statistics through the proxy: a sibling's words must count for nothing
+        stats = q.view.corpus_stats([CANARY, "staging", "deploys"])
+        if stats.document_frequency.get(CANARY) or stats.documents != 2:
+            leak(stats)
+        scored = q.view.lexical_candidates(CANARY + " staging", 50)
+        if any(CANARY in c.content for c in scored) or not all(c.score and c.score > 0 for c in scored):
+            leak(scored)
+        return hybrid_rank(q)
+''',
     "dbapi_class": '''
         try:
             import psycopg

@@ -130,6 +130,20 @@ def test_concepts_put_search_materialize(kernel):
         kernel.put_concept("acme", "/bad path/", "x")
 
 
+def test_a_concept_that_answers_the_question_ranks_beside_the_best_memory(kernel):
+    kernel.put_concept("acme", "how-deploys-work", "How deploys work. Merges build an image, staging runs smoke"
+                       " tests, a canary takes 5% of traffic, then the rollout finishes.")
+    kernel.put_concept("acme", "how-expenses-work", "How expense reports work. Receipts go to the finance portal.")
+    kernel.ingest_texts("acme/eng", [f"Priya paused deploys on day {i}; canary ticket #{i} is open" for i in range(40)])
+    for driver in ("baseline", "fusion"):
+        hits = kernel.search("acme/eng", "how do deploys work", driver=driver).hits
+        assert [h.ref for h in hits[:2]].count("acme:how-deploys-work") == 1, driver
+        assert all(h.ref != "acme:how-expenses-work" for h in hits), driver
+    # concept search lists only concepts with evidence, never an unrelated one at score 0
+    assert [c.ref for c in kernel.concepts("acme/eng", "how do deploys work")][:1] == ["acme:how-deploys-work"]
+    assert kernel.concepts("acme/eng", "quarterly vendor forecast") == []
+
+
 def test_same_concept_path_in_parent_and_child_are_two_distinct_hits(kernel, cli):
     import json
 

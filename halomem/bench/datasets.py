@@ -40,6 +40,8 @@ class Dataset:
     docs: dict[str, list[Doc]] = field(default_factory=dict)  # namespace -> docs
     queries: list[Query] = field(default_factory=list)
     entities: dict[str, list[str]] = field(default_factory=dict)  # namespace -> entity names
+    # namespace -> L3 concepts (Doc.source is the concept's path); a query may name one as relevant
+    concepts: dict[str, list[Doc]] = field(default_factory=dict)
     skipped_queries: int = 0
 
     @property

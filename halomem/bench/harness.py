@@ -12,6 +12,7 @@ from ..config import Settings
 from ..db.embedded import ephemeral_server
 from ..drivers.view import build_scoped_view
 from ..index import Scope
+from ..index.reader import concept_ref
 from ..types import Namespace, RetrieverQuery
 from .datasets import Dataset
 from .metrics import METRICS, score_all
@@ -42,6 +43,11 @@ def load(kernel, ds: Dataset, progress: Callable[[str], None] = lambda m: None) 
         for name in ds.entities.get(ns, []):
             kernel.add_entity(ns, name)
         progress(f"loaded {ns}: {len(docs)} docs")
+    for ns, concepts in ds.concepts.items():
+        for concept in concepts:
+            kernel.put_concept(ns, concept.source, concept.text)
+            to_doc[concept_ref(ns, concept.source)] = concept.id
+        progress(f"loaded {ns}: {len(concepts)} concepts")
     return to_doc
 
 

@@ -12,11 +12,12 @@ from typing import Callable, Sequence
 
 from ..db.migrations import ADVISED_NAMESPACE_INDEX_ROWS, create_vector_index, drop_vector_index
 from ..drivers.view import build_scoped_view
+from ..errors import InvalidInputError
 from ..index import Scope
 from ..types import Namespace, RetrieverQuery
 from . import report
 from .harness import ephemeral_kernel
-from .synthetic import corpus, queries
+from .synthetic import LongCorpus, corpus, queries
 
 INGEST_CHUNK = 50_000
 BUILD_INDEX_AFTER = 200_000  # from this size the HNSW index is built after the load, as a bulk restore would
@@ -49,17 +50,30 @@ def measure(kernel, drivers: Sequence[str], probes: list[tuple[str, str]], k: in
     return {"floor": floor, "drivers": {d: {**p, "ratio_p95": p["p95"] / floor["p95"]} for d, p in stats.items()}}
 
 
+def _corpus_and_probes(kind: str, n: int, query_count: int) -> tuple[dict[str, list[str]], list[tuple[str, str]]]:
+    if kind == "short":
+        return corpus(n), queries(query_count)
+    if kind == "long":
+        long = LongCorpus()
+        docs = long.corpus(n)
+        return docs, long.queries(docs, query_count)
+    raise InvalidInputError(f"unknown corpus {kind!r} (short, long)")
+
+
 def run_latency(sizes: Sequence[int], drivers: Sequence[str], out_dir: Path, query_count: int = 100,
-                progress: Callable[[str], None] = lambda m: None, build_index_after: int = BUILD_INDEX_AFTER) -> dict:
+                progress: Callable[[str], None] = lambda m: None, build_index_after: int = BUILD_INDEX_AFTER,
+                corpora: Sequence[tuple[str, Sequence[int]]] | None = None) -> dict:
+    """``corpora``: (kind, sizes) pairs, e.g. [("short", [10_000]), ("long", [20_000])];
+    without it, the short corpus at ``sizes``."""
     results = []
-    for n in sizes:
+    for kind, n in [(kind, n) for kind, ns in (corpora or [("short", sizes)]) for n in ns]:
         with ephemeral_kernel("hash") as kernel:
             started = time.perf_counter()
             deferred = n >= build_index_after
             if deferred:
                 with kernel.engine.begin() as conn:
                     drop_vector_index(conn)
-            docs = corpus(n)
+            docs, probes = _corpus_and_probes(kind, n, query_count)
             for ns, texts in docs.items():
                 for i in range(0, len(texts), INGEST_CHUNK):
                     kernel.ingest_texts(ns, texts[i:i + INGEST_CHUNK], label="bench:latency")
@@ -74,23 +88,26 @@ def run_latency(sizes: Sequence[int], drivers: Sequence[str], out_dir: Path, que
                 # rather than by an autovacuum that would run in the middle of the measurement
                 conn.exec_driver_sql("VACUUM ANALYZE")
             load_s = time.perf_counter() - started
-            progress(f"{n} memories loaded in {load_s:.1f}s")
-            probes = queries(query_count)
+            progress(f"{kind} corpus, {n} memories loaded in {load_s:.1f}s")
             measure(kernel, drivers, probes[:5])  # warm caches
             m = measure(kernel, drivers, probes)
-            results.append({"memories": n, "load_seconds": load_s, "namespace_indexes": len(large), **m})
-            progress(f"{n}: floor p95 {m['floor']['p95']:.1f}ms; " + ", ".join(
+            results.append({"corpus": kind, "memories": n, "load_seconds": load_s, "namespace_indexes": len(large), **m})
+            progress(f"{kind} {n}: floor p95 {m['floor']['p95']:.1f}ms; " + ", ".join(
                 f"{d} p95 {v['p95']:.1f}ms ({v['ratio_p95']:.1f}x)" for d, v in m["drivers"].items()))
     md = markdown(results)
-    data = {"sizes": list(sizes), "results": results}
+    data = {"corpora": [[kind, list(ns)] for kind, ns in (corpora or [("short", sizes)])], "results": results}
     report.write(out_dir, "latency", data, md)
-    series = {d: {r["memories"]: r["drivers"][d]["p95"] for r in results} for d in drivers}
-    series["floor"] = {r["memories"]: r["floor"]["p95"] for r in results}
+    short = [r for r in results if r["corpus"] == "short"]
+    series = {d: {r["memories"]: r["drivers"][d]["p95"] for r in short} for d in drivers}
+    series["floor"] = {r["memories"]: r["floor"]["p95"] for r in short}
     report.line_plot(out_dir / "latency.png", "plan() p95 vs corpus size", series, "memories", "p95 ms")
     return {**data, "markdown": md}
 
 
-METHOD = """Synthetic org memories (`halomem/bench/synthetic.py`) over a 16-namespace tree, hash embedder,
+METHOD = """Two corpora (`halomem/bench/synthetic.py`) over a 16-namespace tree: *short*, one-line org
+memories (~100 characters, a ~100-word vocabulary), and *long*, 150-300-word paragraphs (~1,700
+characters) over a 30,000-word vocabulary with Zipf-distributed frequencies (s = 1.07), each
+paragraph about a few topic words, queried with 3-7 of one visible paragraph's words. Hash embedder,
 the embedded server with halomem's settings (`halomem/db/tuning.py`). After the load, namespaces
 of 50k+ rows get their own indexes (`halomem index create`: at 1M all 16, of ~62k rows each; none
 below), then `VACUUM ANALYZE`, as after a bulk restore (from 200k rows the shared HNSW index is
@@ -100,9 +117,9 @@ floor is the raw index work any driver needs: the HNSW probe (k = 30) plus the r
 
 
 def markdown(results: list[dict]) -> str:
-    headers = ["memories", "driver", "p50 ms", "p95 ms", "p99 ms", "p95 / floor"]
+    headers = ["corpus", "memories", "driver", "p50 ms", "p95 ms", "p99 ms", "p95 / floor"]
     rows = []
     for r in results:
-        rows.append([r["memories"], "floor (HNSW+GIN probes)", r["floor"]["p50"], r["floor"]["p95"], r["floor"]["p99"], 1.0])
-        rows += [[r["memories"], d, v["p50"], v["p95"], v["p99"], v["ratio_p95"]] for d, v in r["drivers"].items()]
+        rows.append([r["corpus"], r["memories"], "floor (HNSW+GIN probes)", r["floor"]["p50"], r["floor"]["p95"], r["floor"]["p99"], 1.0])
+        rows += [[r["corpus"], r["memories"], d, v["p50"], v["p95"], v["p99"], v["ratio_p95"]] for d, v in r["drivers"].items()]
     return "# plan() latency vs corpus size\n\n" + METHOD + "\n\n" + report.markdown_table(headers, rows)

@@ -36,7 +36,7 @@ def _finish(result: dict, as_json: bool) -> None:
 
 
 @app.command()
-def quality(dataset: str = typer.Option("locomo", help="locomo, or beir (with --path to the collection)."),
+def quality(dataset: str = typer.Option("locomo", help="locomo, org-concepts (generated), or beir (with --path)."),
             path: Optional[Path] = typer.Option(None, help="Data file (LoCoMo JSON) or BEIR folder."),
             embedder: List[str] = typer.Option(["hash"], "--embedder", help="Repeatable: hash, minilm."),
             driver: List[str] = typer.Option(["baseline", "fusion", "graph", "keyword"], "--driver", help="Repeatable."),
@@ -52,20 +52,32 @@ def quality(dataset: str = typer.Option("locomo", help="locomo, or beir (with --
         if path is None:
             raise InvalidInputError("--dataset beir needs --path to a BEIR collection folder")
         ds = load_beir(path)
+    elif dataset == "org-concepts":
+        from ..bench.org_concepts import generate
+
+        ds = generate()
     else:
-        raise InvalidInputError(f"unknown dataset {dataset!r} (locomo, beir)")
+        raise InvalidInputError(f"unknown dataset {dataset!r} (locomo, org-concepts, beir)")
     _finish(run_quality(ds, embedder, driver, out_dir, _say), as_json)
 
 
 @app.command()
-def latency(memories: str = typer.Option("10000,100000", help="Comma-separated corpus sizes."),
+def latency(memories: str = typer.Option("10000,100000", help="Comma-separated sizes of the short corpus."),
+            long: str = typer.Option("", "--long", help="Comma-separated sizes of the long-document corpus."),
+            corpus: str = typer.Option("short", help="short, long, or short,long."),
             driver: List[str] = typer.Option(["baseline", "fusion", "graph", "keyword"], "--driver"),
             queries: int = typer.Option(100, help="Probe queries per size."),
             out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
-    """plan() p50/p95/p99 per driver vs the raw HNSW + GIN floor."""
+    """plan() p50/p95/p99 per driver vs the raw HNSW + GIN floor, on short and long documents."""
     from ..bench.latency import run_latency
 
-    _finish(run_latency(_split_ints(memories), driver, out_dir, queries, _say), as_json)
+    kinds = [k.strip() for k in corpus.split(",") if k.strip()]
+    unknown = set(kinds) - {"short", "long"}
+    if unknown or not kinds:
+        raise InvalidInputError(f"--corpus takes short, long or short,long, not {corpus!r}")
+    sizes = {"short": _split_ints(memories), "long": _split_ints(long or "20000")}
+    corpora = [(kind, sizes[kind]) for kind in kinds]
+    _finish(run_latency(sizes["short"], driver, out_dir, queries, _say, corpora=corpora), as_json)
 
 
 @app.command()

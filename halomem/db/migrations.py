@@ -83,8 +83,33 @@ def namespace_indexes(conn: Connection) -> list[str]:
                   if text and text.startswith(NAMESPACE_INDEX_COMMENT))
 
 
+# Lexeme -> sparse dimension: md5 (stable across PostgreSQL versions, unlike hashtext) folded into
+# 2^29 dimensions (sparsevec allows 10^9); a collision merges two lexemes' counts in one row.
+TERM_DIMS = 1 << 29
+MAX_TERMS_PER_ROW = 16_000  # sparsevec's limit on non-zero elements
+LEXICON_FUNCTIONS = f"""
+CREATE OR REPLACE FUNCTION halomem_term_dim(lexeme text) RETURNS int
+  IMMUTABLE STRICT PARALLEL SAFE LANGUAGE sql
+  AS $$ SELECT ((('x' || substr(md5(lexeme), 1, 8))::bit(32)::int) & {TERM_DIMS - 1}) + 1 $$;
+CREATE OR REPLACE FUNCTION halomem_term_counts(tsv tsvector) RETURNS sparsevec
+  IMMUTABLE STRICT PARALLEL SAFE LANGUAGE sql
+  AS $$ SELECT ('{{' || coalesce(string_agg(dim || ':' || n, ',' ORDER BY dim), '') || '}}/{TERM_DIMS}')::sparsevec
+        FROM (SELECT halomem_term_dim(lexeme) AS dim, sum(coalesce(array_length(positions, 1), 1)) AS n
+              FROM unnest(tsv) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT {MAX_TERMS_PER_ROW}) AS t $$;
+CREATE OR REPLACE FUNCTION halomem_doc_length(tsv tsvector) RETURNS int
+  IMMUTABLE STRICT PARALLEL SAFE LANGUAGE sql
+  AS $$ SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0)::int FROM unnest(tsv) $$;
+"""
+
+
+def create_lexicon_functions(conn: Connection) -> None:
+    """The SQL functions behind the generated BM25 columns (schema.memories.term_counts)."""
+    conn.exec_driver_sql(LEXICON_FUNCTIONS)
+
+
 def _v1_initial(conn: Connection, dim: int) -> None:
     conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS vector")
+    create_lexicon_functions(conn)  # the current schema's generated columns call them
     metadata.create_all(conn)
     for table in ("memories", "concepts"):
         conn.exec_driver_sql(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({dim})")
@@ -105,7 +130,7 @@ def _v1_initial(conn: Connection, dim: int) -> None:
 
 
 READER_ROLE = "halomem_reader"
-READ_TABLES = ("memories", "concepts", "entities", "entity_aliases", "mentions")
+READ_TABLES = ("memories", "concepts", "entities", "entity_aliases", "mentions", "lexicon")
 
 
 def _v2_reader_role(conn: Connection, dim: int) -> None:
@@ -124,6 +149,12 @@ def _v2_reader_role(conn: Connection, dim: int) -> None:
     conn.exec_driver_sql(f'GRANT CONNECT ON DATABASE "{database}" TO {READER_ROLE}')
     conn.exec_driver_sql(f"GRANT USAGE ON SCHEMA public TO {READER_ROLE}")
     conn.exec_driver_sql(f"GRANT SELECT ON {', '.join(READ_TABLES)} TO {READER_ROLE}")
+
+
+def _grant_reader(conn: Connection, table: str) -> None:
+    """A table added after v2 becomes readable by the reader role, where there is one."""
+    if conn.exec_driver_sql(f"SELECT 1 FROM pg_roles WHERE rolname = '{READER_ROLE}'").scalar():
+        conn.exec_driver_sql(f"GRANT SELECT ON {table} TO {READER_ROLE}")
 
 
 def _v3_principals(conn: Connection, dim: int) -> None:
@@ -152,11 +183,35 @@ def _v4_ingest_keys(conn: Connection, dim: int) -> None:
                          " WHERE key IS NOT NULL AND t_valid_to IS NULL AND erased_at IS NULL")
 
 
+def _v5_lexicon(conn: Connection, dim: int) -> None:
+    """BM25 with corpus statistics in the database: per-row term counts and lengths (generated
+    columns) and the per-namespace lexicon, counted from the live rows already stored."""
+    from .schema import lexicon
+
+    create_lexicon_functions(conn)
+    for column, function, kind in (("term_counts", "halomem_term_counts", "sparsevec"),
+                                   ("doc_length", "halomem_doc_length", "int")):
+        conn.exec_driver_sql(f"ALTER TABLE memories ADD COLUMN IF NOT EXISTS {column} {kind} GENERATED ALWAYS AS"
+                             f" ({function}(to_tsvector('english', content))) STORED")
+    conn.exec_driver_sql("ALTER TABLE memories ALTER COLUMN term_counts SET STORAGE MAIN")  # kept in the row
+    if sa.inspect(conn).has_table("lexicon"):
+        return  # a fresh store: v1 made it, empty, with everything else
+    lexicon.create(conn)
+    _grant_reader(conn, "lexicon")
+    conn.exec_driver_sql(
+        "INSERT INTO lexicon (namespace, lexeme, docs, tokens)"
+        " SELECT namespace, lexeme, count(*), sum(coalesce(array_length(positions, 1), 1))"
+        " FROM memories, unnest(content_tsv) WHERE t_valid_to IS NULL AND erased_at IS NULL GROUP BY 1, 2"
+        " UNION ALL SELECT namespace, '', count(*), sum(doc_length)"
+        " FROM memories WHERE t_valid_to IS NULL AND erased_at IS NULL GROUP BY 1")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (1, "initial schema", _v1_initial),
     (2, "select-only reader role", _v2_reader_role),
     (3, "agent principals", _v3_principals),
     (4, "ingest keys", _v4_ingest_keys),
+    (5, "lexical statistics", _v5_lexicon),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 
 import sqlalchemy as sa
-from pgvector.sqlalchemy import Vector
+from pgvector.sqlalchemy import SPARSEVEC, Vector
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 
 metadata = sa.MetaData()
@@ -34,6 +34,24 @@ memories = sa.Table(
     sa.Column("content_tsv", TSVECTOR,
               sa.Computed(f"to_tsvector('{TEXT_SEARCH_CONFIG}', content)", persisted=True)),
     sa.Column("key", sa.Text, nullable=True),  # an ingest key: unique among a namespace's live rows
+    # BM25's per-row inputs, prepared once at write time (halomem.index.lexical): each lexeme's count
+    # as a sparse vector (dimension: halomem_term_dim, db.migrations) and the row's length in lexemes
+    sa.Column("term_counts", SPARSEVEC,
+              sa.Computed(f"halomem_term_counts(to_tsvector('{TEXT_SEARCH_CONFIG}', content))", persisted=True)),
+    sa.Column("doc_length", sa.Integer,
+              sa.Computed(f"halomem_doc_length(to_tsvector('{TEXT_SEARCH_CONFIG}', content))", persisted=True)),
+)
+
+# Corpus statistics of live rows per namespace, kept by the write path in the writing transaction
+# (halomem.write.lexicon): for each lexeme, the rows holding it (docs) and its total count (tokens);
+# the row with lexeme '' holds the namespace's row count and total length. A caller's statistics
+# are the sums over its lineage, so they count exactly the rows it may read.
+lexicon = sa.Table(
+    "lexicon", metadata,
+    sa.Column("namespace", sa.Text, primary_key=True),
+    sa.Column("lexeme", sa.Text, primary_key=True),
+    sa.Column("docs", sa.BigInteger, nullable=False),
+    sa.Column("tokens", sa.BigInteger, nullable=False),
 )
 
 concepts = sa.Table(

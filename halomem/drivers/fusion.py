@@ -8,7 +8,8 @@ Differences from baseline, each a standard IR adjustment rather than a fit to on
   more evidence than a small sentence encoder's similarity);
 - source context: a memory is raised by the best score among other memories of its source (the
   turns of one session, the chunks of one document), the passage-retrieval rule of combining a
-  passage's score with its document's. Memories without a source are ranked as before.
+  passage's score with its document's. Memories without a source are ranked as before;
+- L3 concepts that strongly match are fused in by rank (retrieval.concepts), as in baseline.
 Measured on LoCoMo (categories 1-4, MiniLM): R@10 0.735, nDCG@10 0.557 vs baseline 0.655 / 0.484
 (without source context 0.681 / 0.531). The weights were chosen on LoCoMo: treat them as a start.
 
@@ -16,7 +17,8 @@ DRIVER BOUNDARY: imports only halomem.types and halomem.retrieval.
 """
 from __future__ import annotations
 
-from halomem.retrieval import bm25_scores, gather_pool, hybrid_merge, with_source_context
+from halomem.retrieval.concepts import with_concepts
+from halomem.retrieval import gather_pool, hybrid_merge, with_source_context
 from halomem.types import Capabilities, RetrieverQuery, ScoredRef, estimate_tokens, fit_budget, rank_key
 
 VECTOR_K = 200
@@ -37,9 +39,9 @@ class FusionDriver:
         if q.k <= 0:
             return []
         pool = gather_pool(q.view, q.query, max(VECTOR_K, q.k))
-        lexical = bm25_scores(q.query, pool.content, k1=BM25_K1, b=BM25_B)
+        lexical = pool.lexical_scores(q.query, k1=BM25_K1, b=BM25_B)
         merged = hybrid_merge([(pool.cosine, COSINE_WEIGHT), (lexical, LEXICAL_WEIGHT)])
         final = with_source_context(merged, pool.source, SOURCE_CONTEXT_WEIGHT)
         scored = [ScoredRef(ref, "L2", ref, s, pool.content[ref], estimate_tokens(pool.content[ref]))
                   for ref, s in final.items()]
-        return fit_budget(sorted(scored, key=rank_key), q.k, q.token_budget)
+        return fit_budget(with_concepts(sorted(scored, key=rank_key), q.view, q.query, q.k), q.k, q.token_budget)

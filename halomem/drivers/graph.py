@@ -5,8 +5,8 @@ DRIVER BOUNDARY: imports only halomem.types and halomem.retrieval.
 """
 from __future__ import annotations
 
-from halomem.retrieval import bm25_scores, min_max
-from halomem.retrieval.pool import gather
+from halomem.retrieval import min_max
+from halomem.retrieval.pool import gather_pool
 from halomem.types import Capabilities, RetrieverQuery, ScoredRef, estimate_tokens, fit_budget, rank_key
 
 HOP_PROXIMITY = {1: 1.0, 2: 0.5}
@@ -21,12 +21,13 @@ class GraphDriver:
     def plan(self, q: RetrieverQuery) -> list[ScoredRef]:
         if q.k <= 0:
             return []
-        allowed, cosine = gather(q.view, q.query, max(q.k * 3, 20))
+        pool = gather_pool(q.view, q.query, max(q.k * 3, 20))
+        allowed, cosine = pool.content, pool.cosine
         proximity: dict[str, float] = {}
         for fact in q.view.entity_facts(q.query, 2):
             allowed.setdefault(fact.ref, fact.content)
             proximity[fact.ref] = max(proximity.get(fact.ref, 0.0), HOP_PROXIMITY.get(fact.hop, 0.0))
-        bm25 = min_max(bm25_scores(q.query, allowed))
+        bm25 = min_max(pool.lexical_scores(q.query))  # entity facts outside the lexical pool score 0 here
         scored = []
         for ref, content in allowed.items():
             score = (0.5 * max(0.0, cosine.get(ref, 0.0)) + 0.3 * proximity.get(ref, 0.0)

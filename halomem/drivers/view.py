@@ -10,7 +10,7 @@ from typing import Literal, Sequence
 
 from ..embed import Embedder
 from ..index import IndexReader, Scope
-from ..types import Candidate, EntityFact, Namespace, ScoredRef, VectorHit
+from ..types import Candidate, CorpusStats, EntityFact, Namespace, ScoredRef, VectorHit
 
 DEFAULT_CANDIDATES = 500
 MAX_LIMIT = 5000
@@ -42,6 +42,10 @@ class KernelScopedView:
         out = self._reader.lexical_candidates(self._scope, str(query), _bounded(limit))
         self._admit([c.ref for c in out])
         return out
+
+    def corpus_stats(self, terms: Sequence[str]) -> CorpusStats:
+        """BM25's corpus statistics over the rows this caller may read (and no other row)."""
+        return self._reader.corpus_stats(self._scope, [str(t) for t in terms])
 
     def vector_search(self, embedding: Sequence[float], k: int) -> list[VectorHit]:
         out = self._reader.vector_search(self._scope, embedding, _bounded(k))

@@ -11,7 +11,8 @@ from ..db.migrations import valid_indexes
 from ..db.schema import (TEXT_SEARCH_CONFIG, concepts, entities, entity_aliases, memories, mentions,
                          namespace_index_names)
 from ..embed.tokenize import terms, word_boundary_pattern
-from ..types import Candidate, EntityFact, ScoredRef, VectorHit, estimate_tokens
+from ..types import Candidate, CorpusStats, EntityFact, ScoredRef, VectorHit, estimate_tokens
+from . import lexical
 from .acl import Scope, visible
 from ..results import MemoryRow
 
@@ -21,14 +22,8 @@ def concept_ref(namespace: str, path: str) -> str:
     return f"{namespace}:{path}"
 
 MAX_QUERY_TERMS = 64
+CONCEPT_MIN_COSINE = 0.35  # without a shared lexeme, a concept must at least be this close in meaning
 MAX_FACTS_PER_HOP = 200
-# Bound on the rows one lexical call ranks: ranking every match of common words over a million rows
-# took seconds (docs/bench). Each namespace of the caller's lineage contributes its newest rows
-# matching any query term, up to an equal share of the cap, and rows holding *every* term are always
-# added. While no namespace exceeds its share the pool is exact: every visible match is ranked.
-LEXICAL_RANK_CAP = 2000
-
-
 _ROW_COLUMNS = [memories.c[name] for name in MemoryRow.__dataclass_fields__]
 
 
@@ -74,31 +69,13 @@ class IndexReader:
         return [Candidate(r.id, r.content, r.source) for r in self.conn.execute(stmt)]
 
     def lexical_candidates(self, scope: Scope, query: str, limit: int) -> list[Candidate]:
-        words = query_terms(query)
-        if not words or limit <= 0:
+        """Best BM25 first over what ``scope`` may read, scored in the database (index.lexical)."""
+        if not query_terms(query) or limit <= 0:
             return []
-        any_term, every_term = _tsquery(words, "|"), _tsquery(words, "&")
-        tsv = memories.c.content_tsv
-        # term-frequency rank, like the BM25 the drivers run on the pool (and 2.5x cheaper per row
-        # than cover density, which needs positions)
-        rank = sa.func.ts_rank(tsv, any_term).label("rank")
-        lineage = scope.namespace.lineage()
-        share = -(-LEXICAL_RANK_CAP // len(lineage))
+        return lexical.ranked(self.conn, scope, self._index_groups(scope), " ".join(query_terms(query)), limit)
 
-        def matching(tsq: sa.ColumnElement[Any], within: str | list[str]) -> sa.Select[Any]:
-            return (sa.select(memories.c.id, memories.c.content, memories.c.source, rank)
-                    .where(visible(memories, scope, within=within), tsv.op("@@")(tsq)))
-
-        # bounded work (see LEXICAL_RANK_CAP): every row holding all terms, plus the newest rows
-        # holding any term, an equal share from each visible namespace
-        branches = [matching(any_term, within=ns).order_by(memories.c.t_valid_from.desc()).limit(share)
-                    for ns in lineage]
-        if len(words) > 1:
-            branches += [matching(every_term, within=group).limit(LEXICAL_RANK_CAP)
-                         for group in self._index_groups(scope)]
-        matched = sa.union(*branches).subquery("matched")
-        stmt = sa.select(matched).order_by(matched.c.rank.desc(), matched.c.id).limit(limit)
-        return [Candidate(r.id, r.content, r.source) for r in self.conn.execute(stmt)]
+    def corpus_stats(self, scope: Scope, words: Sequence[str]) -> CorpusStats:
+        return lexical.corpus_stats(self.conn, scope, words)
 
     def lexical_probe(self, scope: Scope, query: str, limit: int) -> list[str]:
         """The raw GIN probe: ids of rows matching any query term, unranked (the benchmarks' floor)."""
@@ -150,14 +127,17 @@ class IndexReader:
 
     # --- L3 concepts -------------------------------------------------------------------------
     def concepts(self, scope: Scope, query: str, embedding: Sequence[float], k: int) -> list[ScoredRef]:
+        """Concepts scored 0.5 x cosine + 0.5 x the IDF-weighted share of the query's lexemes they
+        hold (IDF over the caller's visible memories and concepts): a concept naming the query's
+        rarer words scores high on an absolute scale. One with no query lexeme and a cosine below
+        CONCEPT_MIN_COSINE is not returned at all."""
         if scope.source_scoped or k <= 0:
             return []  # fail closed: the cold tier must not widen a source-scoped request
-        cos = 1.0 - concepts.c.embedding.cosine_distance(list(embedding))
-        tsq = or_tsquery(query)
-        lex = sa.func.least(sa.func.ts_rank_cd(concepts.c.content_tsv, tsq), 1.0) if tsq is not None else 0.0
-        score = (0.5 * sa.func.greatest(cos, 0.0) + 0.5 * lex).label("score")
+        cos = sa.func.greatest(1.0 - concepts.c.embedding.cosine_distance(list(embedding)), 0.0)
+        share = lexical.term_share(self.conn, scope, " ".join(query_terms(query)), concepts)
+        score = (0.5 * cos + 0.5 * share).label("score")
         stmt = (sa.select(concepts.c.namespace, concepts.c.path, concepts.c.content, score)
-                .where(visible(concepts, scope))
+                .where(visible(concepts, scope), sa.or_(share > 0, cos >= CONCEPT_MIN_COSINE))
                 .order_by(score.desc(), concepts.c.path, concepts.c.namespace).limit(k))
         return [ScoredRef(id=None, tier="L3", ref=concept_ref(r.namespace, r.path),
                           score=max(0.0, min(1.0, float(r.score))), content=r.content,

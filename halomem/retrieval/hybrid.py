@@ -6,16 +6,16 @@ starting point. Reads only through the view it is handed.
 from __future__ import annotations
 
 from ..types import RetrieverQuery, ScoredRef, estimate_tokens, fit_budget, rank_key
-from .bm25 import bm25_scores
 from .merge import hybrid_merge
-from .pool import CANDIDATE_LIMIT, gather
+from .pool import CANDIDATE_LIMIT, gather_pool
 
 
 def hybrid_rank(q: RetrieverQuery, *, candidate_limit: int = CANDIDATE_LIMIT, fit: bool = True) -> list[ScoredRef]:
     if q.k <= 0:
         return []
-    allowed, cosine = gather(q.view, q.query, max(q.k * 3, 20), candidate_limit)
-    merged = hybrid_merge([(cosine, 0.5), (bm25_scores(q.query, allowed), 0.5)])
+    pool = gather_pool(q.view, q.query, max(q.k * 3, 20), candidate_limit)
+    allowed = pool.content
+    merged = hybrid_merge([(pool.cosine, 0.5), (pool.lexical_scores(q.query), 0.5)])
     # every ref with evidence in either lane ranks, even the one min-max put at 0
     scored = sorted((ScoredRef(ref, "L2", ref, s, allowed[ref], estimate_tokens(allowed[ref]))
                      for ref, s in merged.items()), key=rank_key)

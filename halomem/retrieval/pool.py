@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..types import ScopedView
+from .bm25 import bm25_scores
 
 CANDIDATE_LIMIT = 500
 
@@ -16,6 +17,14 @@ class Pool:
     content: dict[str, str] = field(default_factory=dict)
     cosine: dict[str, float] = field(default_factory=dict)  # only the vector lane's rows
     source: dict[str, str | None] = field(default_factory=dict)
+    bm25: dict[str, float] | None = None  # the host's corpus-level BM25 of the lexical rows, if it sent it
+
+    def lexical_scores(self, query: str, **bm25_params: float) -> dict[str, float]:
+        """The lexical lane: the host's BM25 when it scored its candidates (corpus statistics, no
+        text re-read), else BM25 computed here over the pool (statistics from the pool only)."""
+        if self.bm25 is not None:
+            return self.bm25
+        return bm25_scores(query, self.content, **bm25_params)
 
 
 def gather_pool(view: ScopedView, query: str, vector_k: int, candidate_limit: int = CANDIDATE_LIMIT,
@@ -27,9 +36,12 @@ def gather_pool(view: ScopedView, query: str, vector_k: int, candidate_limit: in
     """
     lexical = getattr(view, "lexical_candidates", None)
     pool = Pool()
-    for c in lexical(query, candidate_limit) if lexical else view.candidates(candidate_limit):
+    found = lexical(query, candidate_limit) if lexical else view.candidates(candidate_limit)
+    for c in found:
         pool.content[c.ref] = c.content
         pool.source[c.ref] = getattr(c, "source", None)  # hosts built against v1 may not send it
+    if lexical and all(getattr(c, "score", None) is not None for c in found):
+        pool.bm25 = {c.ref: float(c.score) for c in found}
     if embedding is None:
         [embedding] = view.embed([query])
     for hit in view.vector_search(embedding, vector_k):

@@ -13,7 +13,7 @@ import struct
 import time
 from typing import Any
 
-from ..types import Candidate, EntityFact, ScoredRef, VectorHit
+from ..types import Candidate, CorpusStats, EntityFact, ScoredRef, VectorHit
 
 MAX_FRAME = 64 * 1024 * 1024
 _HEADER = struct.Struct(">I")
@@ -68,7 +68,11 @@ def recv(fd: int, deadline: float | None = None) -> Any:
 # --- the contract's types as rows, in field order (kernel -> worker: trusted; worker -> kernel:
 # validated). Rows rather than objects: a view call can carry thousands, and lists encode faster.
 def candidates_out(items: list[Candidate]) -> list:
-    return [(c.ref, c.content, c.source) for c in items]
+    return [(c.ref, c.content, c.source, c.score) for c in items]
+
+
+def corpus_stats_out(stats: CorpusStats) -> list:
+    return [stats.documents, stats.average_length, stats.document_frequency]
 
 
 def vector_hits_out(items: list[VectorHit]) -> list:

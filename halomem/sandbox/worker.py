@@ -10,7 +10,7 @@ import logging
 import sys
 from typing import Any, Literal, Sequence
 
-from ..types import Candidate, Capabilities, EntityFact, Namespace, RetrieverQuery, ScoredRef, VectorHit
+from ..types import Candidate, Capabilities, CorpusStats, EntityFact, Namespace, RetrieverQuery, ScoredRef, VectorHit
 from . import wire
 
 MAX_WARNINGS = 20
@@ -39,6 +39,10 @@ class ProxyScopedView:
 
     def lexical_candidates(self, query: str, limit: int) -> list[Candidate]:
         return [Candidate(*c) for c in self._call("lexical_candidates", str(query), int(limit))]
+
+    def corpus_stats(self, terms: Sequence[str]) -> CorpusStats:
+        documents, average_length, frequency = self._call("corpus_stats", [str(t) for t in terms])
+        return CorpusStats(documents, average_length, frequency)
 
     def vector_search(self, embedding: Sequence[float], k: int) -> list[VectorHit]:
         return [VectorHit(*h) for h in self._call("vector_search", [float(x) for x in embedding], int(k))]

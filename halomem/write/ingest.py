@@ -22,6 +22,7 @@ from ..index import IndexReader, Scope
 from ..results import IngestReport  # noqa: F401 - re-exported
 from ..types import Namespace
 from .mentions import mentioned_entities
+from . import lexicon
 from .validate import check_content, check_provenance, check_source
 from .writer import new_memory_id, new_request_id
 
@@ -271,6 +272,7 @@ def _apply(conn: Any, ns: Namespace, rows: list[ParsedRow], vectors: list[str], 
             for memory_id, row, _, _ in new:
                 for entity_id in mentioned_entities(row.content, known):
                     cp.write_row((memory_id, entity_id))
+    lexicon.count(conn, added=applied.written, retired=[old for old, _ in applied.superseded])
     audit.append(conn, ns.path, "ingest", f"ingest ok rows={len(rows)} written={len(applied.written)}"
                  f" unchanged={len(applied.unchanged)} superseded={len(applied.superseded)} file={label}", request_id)
     return applied

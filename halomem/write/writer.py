@@ -19,6 +19,7 @@ from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..index import IndexReader, Scope, in_subtree
 from ..results import NewMemory
 from ..types import Namespace
+from . import lexicon
 from .mentions import forget_mentions, mentioned_entities, record_mentions
 from .validate import check_content, check_provenance, check_source
 
@@ -42,6 +43,7 @@ class Writer:
         memory_id = new_memory_id()
         with self.engine.begin() as conn:
             self._insert(conn, ns, memory_id, content, embedding, source, provenance, supersedes=None)
+            lexicon.count(conn, added=[memory_id])
             audit.append(conn, ns.path, "remember", f"remember ok id={memory_id}",  # ids only: erasable data stays out
                          request_id or new_request_id())
         return NewMemory(memory_id, ns.path, source)
@@ -79,6 +81,7 @@ class Writer:
                 self._explain_not_head(conn, ns, old_id)
             source = source or closed.source
             self._insert(conn, ns, memory_id, content, embedding, source, provenance, supersedes=old_id)
+            lexicon.count(conn, added=[memory_id], retired=[old_id])
             audit.append(conn, ns.path, "supersede", f"supersede ok old={old_id} new={memory_id}",
                          request_id or new_request_id())
         return NewMemory(memory_id, ns.path, source)
@@ -99,6 +102,12 @@ class Writer:
     def erase(self, ns: Namespace, memory_id: str, *, reason: str = "", request_id: str | None = None) -> None:
         """Remove content and vector for good; keep a content-free tombstone and an audit row."""
         with self.engine.begin() as conn:
+            target = conn.execute(  # lock the row, and count it out of the lexicon while it has content
+                sa.select(memories.c.t_valid_to).where(
+                    memories.c.id == memory_id, memories.c.namespace == ns.path, memories.c.erased_at.is_(None))
+                .with_for_update()).first()
+            if target is not None and target.t_valid_to is None:
+                lexicon.count(conn, retired=[memory_id])
             done = conn.execute(
                 sa.update(memories)
                 .where(memories.c.id == memory_id, memories.c.namespace == ns.path, memories.c.erased_at.is_(None))
@@ -184,13 +193,21 @@ class Writer:
 
     def purge(self, *, request_id: str | None = None) -> None:
         """Rewrite the memory tables so no erased content survives in live heap, TOAST or index files
-        (VACUUM FULL: a short exclusive lock), then checkpoint. WAL and backups are not touched."""
+        (VACUUM FULL: a short exclusive lock), then checkpoint. WAL and backups are not touched.
+
+        The planner's statistics are data too: ANALYZE keeps sample values (common lexemes, short
+        texts) in pg_statistic. They are recomputed from the remaining rows, and pg_statistic is
+        rewritten so the old samples leave its file (the database owner may; else PostgreSQL warns).
+        """
+        tables = ("memories", "mentions", "concepts", "lexicon")
         with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            for table in ("memories", "mentions", "concepts"):
-                conn.exec_driver_sql(f"VACUUM (FULL) {table}")
+            for table in tables:
+                conn.exec_driver_sql(f"VACUUM (FULL, ANALYZE) {table}")
+            conn.exec_driver_sql("VACUUM (FULL) pg_catalog.pg_statistic")
             conn.exec_driver_sql("CHECKPOINT")
         with self.engine.begin() as conn:
-            audit.append(conn, "-", "purge", "purge ok tables=memories,mentions,concepts", request_id or new_request_id())
+            audit.append(conn, "-", "purge", f"purge ok tables={','.join(tables)},pg_statistic",
+                         request_id or new_request_id())
 
     def clear_policy(self, ns: Namespace, *, request_id: str | None = None) -> bool:
         with self.engine.begin() as conn:

@@ -1,0 +1,193 @@
+"""BM25 in the database, with corpus statistics over exactly what the caller may read.
+
+The write path prepares each row's inputs once (schema.memories.term_counts, doc_length: generated
+columns) and keeps per-namespace statistics (schema.lexicon). A query is then two round trips:
+the query's lexemes with their visible document frequencies, and one statement that ranks rows by
+Okapi BM25 (k1 = 1.2, b = 0.75, IDF and average length over the caller's lineage) and returns the
+best with their content. Nothing is tokenized in Python and no long text is shipped to be scored,
+so the cost no longer grows with document length (docs/bench/latency.md, long corpus).
+
+Which rows are ranked is bounded (MaxScore-style pruning by document frequency): every visible row
+holding one of the query's rarer lexemes (together at most RARE_DOCS rows), the rows holding every
+lexeme (up to COMMON_CAP per index group), and the newest rows holding the common ones (COMMON_CAP
+shared equally by the caller's namespaces). A row holding only common lexemes scores at most the
+sum of their small IDFs, so it rarely belongs in the top; while the rarer lexemes' rows are all the
+matches (a corpus under RARE_DOCS matching rows), the ranking is exact.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
+from sqlalchemy.engine import Connection
+
+from ..db.migrations import TERM_DIMS
+from ..db.schema import TEXT_SEARCH_CONFIG, lexicon, memories
+from ..types import Candidate, CorpusStats
+from .acl import Scope, visible
+
+K1 = 1.2
+B = 0.75
+RARE_DOCS = 1500
+COMMON_CAP = 300
+MAX_STATS_TERMS = 256
+
+
+@dataclass(frozen=True)
+class QueryTerm:
+    lexeme: str
+    dim: int  # its sparse dimension in term_counts
+    docs: int  # visible rows holding it
+
+
+@dataclass(frozen=True)
+class Statistics:
+    documents: int
+    total_length: int
+    terms: list[QueryTerm]
+
+    @property
+    def average_length(self) -> float:
+        return self.total_length / self.documents if self.documents else 0.0
+
+    def idf(self, docs: int) -> float:
+        return math.log(1.0 + (self.documents - docs + 0.5) / (docs + 0.5))
+
+
+def tsquery_literal(lexemes: Sequence[str], operator: str) -> str:
+    """A tsquery of exact lexemes, each quoted (quotes and backslashes doubled): data, never syntax."""
+    quoted = ("'" + lx.replace("\\", "\\\\").replace("'", "''") + "'" for lx in lexemes)
+    return f" {operator} ".join(quoted)
+
+
+def _lexemes(text: str | sa.ColumnElement[str]) -> sa.ColumnElement[Any]:
+    """The lexemes PostgreSQL's analyzer makes of ``text`` (the one analyzer: the rows' too)."""
+    return sa.func.tsvector_to_array(sa.func.to_tsvector(sa.literal_column(f"'{TEXT_SEARCH_CONFIG}'"), text))
+
+
+def _as_tsquery(lexemes: Sequence[str], operator: str) -> sa.ColumnElement[Any]:
+    return sa.cast(sa.literal(tsquery_literal(lexemes, operator)), TSQUERY)
+
+
+def statistics(conn: Connection, scope: Scope, text: str) -> Statistics:
+    """The lexemes of ``text`` with their document frequency, and the document count and total
+    length, over the rows ``scope`` may read."""
+    q = sa.select(sa.func.unnest(_lexemes(text)).label("lexeme")).subquery("q")
+    if scope.source_scoped:
+        return _counted_statistics(conn, scope, q)
+    lineage = scope.namespace.lineage()
+    wanted = sa.union_all(sa.select(q.c.lexeme), sa.select(sa.literal("").label("lexeme"))).subquery("w")
+    stmt = (sa.select(wanted.c.lexeme, sa.func.halomem_term_dim(wanted.c.lexeme).label("dim"),
+                      sa.func.coalesce(sa.func.sum(lexicon.c.docs), 0).label("docs"),
+                      sa.func.coalesce(sa.func.sum(lexicon.c.tokens), 0).label("tokens"))
+            .select_from(wanted.outerjoin(lexicon, sa.and_(lexicon.c.lexeme == wanted.c.lexeme,
+                                                           lexicon.c.namespace.in_(lineage))))
+            .group_by(wanted.c.lexeme))
+    documents, total, terms = 0, 0, []
+    for r in conn.execute(stmt):
+        if r.lexeme == "":
+            documents, total = int(r.docs), int(r.tokens)
+        else:
+            terms.append(QueryTerm(r.lexeme, int(r.dim), int(r.docs)))
+    return Statistics(documents, total, sorted(terms, key=lambda t: (t.docs, t.lexeme)))
+
+
+def _counted_statistics(conn: Connection, scope: Scope, q: sa.Subquery) -> Statistics:
+    """A source-scoped caller's statistics, counted over its own rows: the lexicon is kept per
+    namespace, and a namespace's counts would include the rows of sources outside the scope."""
+    found = conn.execute(sa.select(q.c.lexeme, sa.func.halomem_term_dim(q.c.lexeme))).all()
+    holding = [sa.func.count().filter(memories.c.content_tsv.op("@@")(_as_tsquery([lexeme], "|")))
+               for lexeme, _ in found]
+    counts = conn.execute(sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(memories.c.doc_length), 0),
+                                    *holding).where(visible(memories, scope))).one()
+    terms = [QueryTerm(lexeme, int(dim), int(n)) for (lexeme, dim), n in zip(found, counts[2:])]
+    return Statistics(int(counts[0]), int(counts[1]), sorted(terms, key=lambda t: (t.docs, t.lexeme)))
+
+
+def ranked(conn: Connection, scope: Scope, groups: list[list[str]], text: str, limit: int) -> list[Candidate]:
+    """Up to ``limit`` visible rows holding query lexemes, best BM25 first, with their scores."""
+    stats = statistics(conn, scope, text)
+    terms = [t for t in stats.terms if t.docs > 0]
+    if not terms or limit <= 0 or stats.documents == 0:
+        return []
+    score = _bm25(stats, terms).label("score")
+    rare: list[QueryTerm] = []
+    for term in terms:  # rarest first
+        if sum(t.docs for t in rare) + term.docs > RARE_DOCS:
+            break
+        rare.append(term)
+
+    def scored(lexemes: Sequence[QueryTerm], operator: str, group: list[str]) -> sa.Select[Any]:
+        return sa.select(memories.c.id, score).where(
+            visible(memories, scope, within=group),
+            memories.c.content_tsv.op("@@")(_as_tsquery([t.lexeme for t in lexemes], operator)))
+
+    common = terms[len(rare):]
+    branches = [scored(rare, "|", group) for group in groups] if rare else []
+    if common:
+        if len(terms) > 1:  # rows holding every lexeme, however common each is
+            branches += [scored(terms, "&", group).limit(COMMON_CAP) for group in groups]
+        # and the newest rows holding the common ones, an equal share from each visible namespace,
+        # so a crowded ancestor cannot push the caller's own rows out
+        lineage = scope.namespace.lineage()
+        share = -(-COMMON_CAP // len(lineage))
+        branches += [scored(common, "|", [ns]).order_by(memories.c.t_valid_from.desc()).limit(share)
+                     for ns in lineage]
+    found = sa.union(*branches).subquery("found")
+    top = sa.select(found).order_by(found.c.score.desc(), found.c.id).limit(limit).subquery("top")
+    stmt = (sa.select(memories.c.id, memories.c.content, memories.c.source, top.c.score)
+            .join_from(top, memories, memories.c.id == top.c.id)
+            .order_by(top.c.score.desc(), memories.c.id))
+    return [Candidate(r.id, r.content, r.source, float(r.score)) for r in conn.execute(stmt)]
+
+
+def _bm25(stats: Statistics, terms: Sequence[QueryTerm]) -> sa.ColumnElement[float]:
+    """Okapi BM25 of a row over ``terms``: each term's count is read from the row's sparse vector."""
+    avgdl = stats.average_length or 1.0
+    norm = K1 * (1.0 - B) + (K1 * B / avgdl) * memories.c.doc_length
+    total: sa.ColumnElement[float] | None = None
+    for term in terms:
+        onehot = sa.literal_column(f"'{{{int(term.dim)}:1}}/{TERM_DIMS}'::sparsevec")
+        count = -memories.c.term_counts.op("<#>", return_type=sa.Float)(onehot)
+        part = (stats.idf(term.docs) * (K1 + 1.0)) * count / (count + norm)
+        total = part if total is None else total + part
+    assert total is not None
+    return total
+
+
+def term_share(conn: Connection, scope: Scope, text: str, table: sa.Table) -> sa.ColumnElement[float]:
+    """SQL for the IDF-weighted share (0..1) of ``text``'s lexemes that a row of ``table`` holds in
+    its content_tsv, IDF over the visible memories and the visible rows of ``table`` together (so a
+    word every concept title has, such as 'work', weighs little even if no memory holds it)."""
+    stats = statistics(conn, scope, text)
+    tsv = table.c.content_tsv
+    holding = [sa.func.count().filter(tsv.op("@@")(_as_tsquery([t.lexeme], "|"))) for t in stats.terms]
+    counts = conn.execute(sa.select(sa.func.count(), *holding).where(visible(table, scope))).one() if holding else [0]
+    n = stats.documents + int(counts[0])
+    weights = [(t.lexeme, math.log(1.0 + (n - d + 0.5) / (d + 0.5)))
+               for t, d in zip(stats.terms, (t.docs + int(c) for t, c in zip(stats.terms, counts[1:])))]
+    total = sum(w for _, w in weights)
+    if not weights or total <= 0:
+        return sa.literal(0.0, sa.Float)
+    parts = [sa.case((tsv.op("@@")(_as_tsquery([lexeme], "|")), w / total), else_=0.0) for lexeme, w in weights]
+    return sum(parts[1:], parts[0])
+
+
+def corpus_stats(conn: Connection, scope: Scope, words: Sequence[str]) -> CorpusStats:
+    """Document count, average length and per-word document frequency over the visible rows.
+
+    Each word is analyzed as a row's text is, so its frequency is that of its stem ('deploys' and
+    'deploy' agree); a stopword, or a word whose stem is seen nowhere visible, has frequency 0.
+    """
+    words = list(dict.fromkeys(str(w) for w in words))[:MAX_STATS_TERMS]
+    stats = statistics(conn, scope, " ".join(words))
+    docs = {t.lexeme: t.docs for t in stats.terms}
+    w = sa.select(sa.func.unnest(sa.cast(words, ARRAY(sa.Text))).label("word")).subquery("w")
+    out: dict[str, int] = dict.fromkeys(words, 0)
+    for word, lexemes in conn.execute(sa.select(w.c.word, _lexemes(w.c.word))):
+        if len(lexemes) == 1:  # a word the analyzer keeps as one lexeme
+            out[word] = docs.get(lexemes[0], 0)
+    return CorpusStats(stats.documents, stats.average_length, out)
