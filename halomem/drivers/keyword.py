@@ -11,7 +11,8 @@ from halomem.types import Capabilities, RetrieverQuery, ScoredRef, estimate_toke
 
 VECTOR_WEIGHT = 0.6
 COVERAGE_WEIGHT = 0.4
-CANDIDATE_LIMIT = 500
+CANDIDATE_LIMIT = 500  # the newest rows, when the host cannot preselect by the query's words
+LEXICAL_LIMIT = 100  # the host's best lexical matches
 _TERM = re.compile(r"[a-z0-9]+")
 
 
@@ -38,7 +39,7 @@ class KeywordDriver:
         view = q.view
         # 1. Everything this driver may see comes from the view.
         lexical = getattr(view, "lexical_candidates", None)
-        pool = lexical(q.query, CANDIDATE_LIMIT) if lexical else view.candidates(CANDIDATE_LIMIT)
+        pool = lexical(q.query, LEXICAL_LIMIT) if lexical else view.candidates(CANDIDATE_LIMIT)
         allowed = {c.ref: c.content for c in pool}
         # 2. Vector lane, over the same ACL-scoped corpus.
         [embedding] = view.embed([q.query])

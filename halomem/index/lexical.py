@@ -8,11 +8,12 @@ best with their content. Nothing is tokenized in Python and no long text is ship
 so the cost no longer grows with document length (docs/bench/latency.md, long corpus).
 
 Which rows are ranked is bounded (MaxScore-style pruning by document frequency): every visible row
-holding one of the query's rarer lexemes (together at most RARE_DOCS rows), the rows holding every
+holding one of the query's rarer lexemes (each in at most RARE_TERM_DOCS rows, together at most
+RARE_DOCS), the rows holding every
 lexeme (up to COMMON_CAP per index group), and the newest rows holding the common ones (COMMON_CAP
 shared equally by the caller's namespaces). A row holding only common lexemes scores at most the
 sum of their small IDFs, so it rarely belongs in the top; while the rarer lexemes' rows are all the
-matches (a corpus under RARE_DOCS matching rows), the ranking is exact.
+matches, the ranking is exact.
 """
 from __future__ import annotations
 
@@ -31,8 +32,9 @@ from .acl import Scope, visible
 
 K1 = 1.2
 B = 0.75
-RARE_DOCS = 1500
-COMMON_CAP = 300
+RARE_DOCS = 1000  # rows the rare lexemes may bring, all told
+RARE_TERM_DOCS = 500  # a lexeme in more rows than this is common: its rows are sampled, not all ranked
+COMMON_CAP = 100
 MAX_STATS_TERMS = 256
 
 
@@ -113,66 +115,65 @@ def ranked(conn: Connection, scope: Scope, groups: list[list[str]], text: str, l
     terms = [t for t in stats.terms if t.docs > 0]
     if not terms or limit <= 0 or stats.documents == 0:
         return []
-    score = _bm25(stats, terms).label("score")
     rare: list[QueryTerm] = []
     for term in terms:  # rarest first
-        if sum(t.docs for t in rare) + term.docs > RARE_DOCS:
+        if term.docs > RARE_TERM_DOCS or sum(t.docs for t in rare) + term.docs > RARE_DOCS:
             break
         rare.append(term)
+    # each row's count of each query lexeme, read once from its sparse vector
+    counts = [(-memories.c.term_counts.op("<#>", return_type=sa.Float)(
+        sa.literal_column(f"'{{{int(t.dim)}:1}}/{TERM_DIMS}'::sparsevec"))).label(f"c{i}") for i, t in enumerate(terms)]
 
-    def scored(lexemes: Sequence[QueryTerm], operator: str, group: list[str]) -> sa.Select[Any]:
-        return sa.select(memories.c.id, score).where(
+    def matching(lexemes: Sequence[QueryTerm], operator: str, group: list[str]) -> sa.Select[Any]:
+        return sa.select(memories.c.id, memories.c.doc_length, *counts).where(
             visible(memories, scope, within=group),
             memories.c.content_tsv.op("@@")(_as_tsquery([t.lexeme for t in lexemes], operator)))
 
     common = terms[len(rare):]
-    branches = [scored(rare, "|", group) for group in groups] if rare else []
+    branches = [matching(rare, "|", group) for group in groups] if rare else []
     if common:
         if len(terms) > 1:  # rows holding every lexeme, however common each is
-            branches += [scored(terms, "&", group).limit(COMMON_CAP) for group in groups]
+            branches += [matching(terms, "&", group).limit(COMMON_CAP) for group in groups]
         # and the newest rows holding the common ones, an equal share from each visible namespace,
         # so a crowded ancestor cannot push the caller's own rows out
         lineage = scope.namespace.lineage()
         share = -(-COMMON_CAP // len(lineage))
-        branches += [scored(common, "|", [ns]).order_by(memories.c.t_valid_from.desc()).limit(share)
+        branches += [matching(common, "|", [ns]).order_by(memories.c.t_valid_from.desc()).limit(share)
                      for ns in lineage]
     found = sa.union(*branches).subquery("found")
-    top = sa.select(found).order_by(found.c.score.desc(), found.c.id).limit(limit).subquery("top")
+    score = _bm25(stats, terms, found).label("score")
+    top = sa.select(found.c.id, score).order_by(score.desc(), found.c.id).limit(limit).subquery("top")
     stmt = (sa.select(memories.c.id, memories.c.content, memories.c.source, top.c.score)
             .join_from(top, memories, memories.c.id == top.c.id)
             .order_by(top.c.score.desc(), memories.c.id))
     return [Candidate(r.id, r.content, r.source, float(r.score)) for r in conn.execute(stmt)]
 
 
-def _bm25(stats: Statistics, terms: Sequence[QueryTerm]) -> sa.ColumnElement[float]:
-    """Okapi BM25 of a row over ``terms``: each term's count is read from the row's sparse vector."""
+def _bm25(stats: Statistics, terms: Sequence[QueryTerm], found: sa.Subquery) -> sa.ColumnElement[float]:
+    """Okapi BM25 of a found row from its per-lexeme counts (columns c0..cN) and its length."""
     avgdl = stats.average_length or 1.0
-    norm = K1 * (1.0 - B) + (K1 * B / avgdl) * memories.c.doc_length
-    total: sa.ColumnElement[float] | None = None
-    for term in terms:
-        onehot = sa.literal_column(f"'{{{int(term.dim)}:1}}/{TERM_DIMS}'::sparsevec")
-        count = -memories.c.term_counts.op("<#>", return_type=sa.Float)(onehot)
-        part = (stats.idf(term.docs) * (K1 + 1.0)) * count / (count + norm)
-        total = part if total is None else total + part
-    assert total is not None
-    return total
+    norm = K1 * (1.0 - B) + (K1 * B / avgdl) * sa.cast(found.c.doc_length, sa.Float)
+    parts = [(stats.idf(t.docs) * (K1 + 1.0)) * found.c[f"c{i}"] / (found.c[f"c{i}"] + norm)
+             for i, t in enumerate(terms)]
+    return sum(parts[1:], parts[0])
 
 
 def term_share(conn: Connection, scope: Scope, text: str, table: sa.Table) -> sa.ColumnElement[float]:
     """SQL for the IDF-weighted share (0..1) of ``text``'s lexemes that a row of ``table`` holds in
-    its content_tsv, IDF over the visible memories and the visible rows of ``table`` together (so a
-    word every concept title has, such as 'work', weighs little even if no memory holds it)."""
-    stats = statistics(conn, scope, text)
-    tsv = table.c.content_tsv
-    holding = [sa.func.count().filter(tsv.op("@@")(_as_tsquery([t.lexeme], "|"))) for t in stats.terms]
-    counts = conn.execute(sa.select(sa.func.count(), *holding).where(visible(table, scope))).one() if holding else [0]
-    n = stats.documents + int(counts[0])
-    weights = [(t.lexeme, math.log(1.0 + (n - d + 0.5) / (d + 0.5)))
-               for t, d in zip(stats.terms, (t.docs + int(c) for t, c in zip(stats.terms, counts[1:])))]
-    total = sum(w for _, w in weights)
-    if not weights or total <= 0:
+    its content_tsv, IDF over the visible rows of ``table``: what tells its rows apart (a word every
+    concept title has, such as 'work', weighs little). Lexemes no visible row holds are left out,
+    since they cannot tell any row apart."""
+    lexemes = conn.execute(sa.select(sa.func.unnest(_lexemes(text)))).scalars().all()
+    if not lexemes:
         return sa.literal(0.0, sa.Float)
-    parts = [sa.case((tsv.op("@@")(_as_tsquery([lexeme], "|")), w / total), else_=0.0) for lexeme, w in weights]
+    tsv = table.c.content_tsv
+    holding = [sa.func.count().filter(tsv.op("@@")(_as_tsquery([lx], "|"))) for lx in lexemes]
+    n, *docs = conn.execute(sa.select(sa.func.count(), *holding).where(visible(table, scope))).one()
+    weights = [(lx, math.log(1.0 + (n - d + 0.5) / (d + 0.5))) for lx, d in zip(lexemes, docs) if d > 0]
+    total = sum(w for _, w in weights)
+    if total <= 0:
+        return sa.literal(0.0, sa.Float)
+    parts = [sa.case((tsv.op("@@")(_as_tsquery([lx], "|")), w / total), else_=0.0) for lx, w in weights]
     return sum(parts[1:], parts[0])
 
 

@@ -128,11 +128,13 @@ class IndexReader:
     # --- L3 concepts -------------------------------------------------------------------------
     def concepts(self, scope: Scope, query: str, embedding: Sequence[float], k: int) -> list[ScoredRef]:
         """Concepts scored 0.5 x cosine + 0.5 x the IDF-weighted share of the query's lexemes they
-        hold (IDF over the caller's visible memories and concepts): a concept naming the query's
-        rarer words scores high on an absolute scale. One with no query lexeme and a cosine below
-        CONCEPT_MIN_COSINE is not returned at all."""
+        hold (IDF over the caller's visible concepts): a concept naming the words that set it apart
+        from the others scores high on an absolute scale. One with no query lexeme and a cosine
+        below CONCEPT_MIN_COSINE is not returned at all."""
         if scope.source_scoped or k <= 0:
             return []  # fail closed: the cold tier must not widen a source-scoped request
+        if not self.conn.execute(sa.select(sa.exists().where(visible(concepts, scope)))).scalar():
+            return []  # most stores have few concepts or none: skip the statistics round trip
         cos = sa.func.greatest(1.0 - concepts.c.embedding.cosine_distance(list(embedding)), 0.0)
         share = lexical.term_share(self.conn, scope, " ".join(query_terms(query)), concepts)
         score = (0.5 * cos + 0.5 * share).label("score")

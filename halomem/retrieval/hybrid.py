@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from ..types import RetrieverQuery, ScoredRef, estimate_tokens, fit_budget, rank_key
 from .merge import hybrid_merge
-from .pool import CANDIDATE_LIMIT, gather_pool
+from .pool import gather_pool
 
 
-def hybrid_rank(q: RetrieverQuery, *, candidate_limit: int = CANDIDATE_LIMIT, fit: bool = True) -> list[ScoredRef]:
+def hybrid_rank(q: RetrieverQuery, *, candidate_limit: int | None = None, fit: bool = True) -> list[ScoredRef]:
     if q.k <= 0:
         return []
     pool = gather_pool(q.view, q.query, max(q.k * 3, 20), candidate_limit)
