@@ -177,3 +177,35 @@ def test_hostile_query_text_is_data(kernel, text):
         view.lexical_candidates(text, 10)
         view.corpus_stats(text.split() + [text])
     assert kernel.search("acme", text).hits is not None
+
+
+def test_upgrading_a_v4_store_counts_the_rows_it_already_holds(tmp_path):
+    """A store made before the lexicon (schema v4) gets the columns and a lexicon counted from its
+    live rows; superseded and erased rows are not counted."""
+    import sqlalchemy as sa
+
+    from halomem.config import Settings
+    from halomem.db.embedded import ephemeral_server
+    from halomem.db.migrations import LATEST, migrate
+    from halomem.kernel import Kernel
+
+    with ephemeral_server(prefix="halomem-upgrade-") as url:
+        kernel = Kernel.boot(Settings(home=tmp_path, database_url=url, embedder="hash"), mount_plugins=False)
+        try:
+            kept = kernel.remember("acme", "canary deploys on staging")
+            old = kernel.remember("acme/eng", "rollback runbook draft")
+            kernel.supersede("acme/eng", old.id, "rollback runbook final")
+            gone = kernel.remember("acme", "budget forecast")
+            kernel.erase("acme", gone.id)
+            expected = _recount(kernel)
+            with kernel.engine.begin() as conn:  # back to v4: no lexicon, no BM25 columns
+                conn.exec_driver_sql("DROP TABLE lexicon")
+                conn.exec_driver_sql("ALTER TABLE memories DROP COLUMN term_counts, DROP COLUMN doc_length")
+                conn.exec_driver_sql("UPDATE halomem_meta SET value = '4' WHERE key = 'schema_version'")
+            assert migrate(kernel.engine, "hash", kernel.embedder.dim) == 4
+            assert _lexicon(kernel) == expected and LATEST >= 5
+            with kernel.engine.connect() as conn:
+                assert conn.execute(sa.text("SELECT doc_length FROM memories WHERE id = :i"), {"i": kept.id}).scalar() == 3
+            assert [c.ref for c in kernel.search("acme/eng", "canary rollback").hits][:2]
+        finally:
+            kernel.close()
