@@ -1,17 +1,18 @@
-"""fusion: a tuned hybrid. The whole vector lane + BM25 for short texts, lexical-weighted merge.
+"""fusion: a tuned hybrid. A wide vector lane + the host's BM25, lexical-weighted merge.
 
 Differences from baseline, each a standard IR adjustment rather than a fit to one dataset:
 - the vector lane covers up to 200 rows, so rows found lexically also carry their cosine instead
   of scoring 0 in the dense lane;
-- BM25 with k1=1.5, b=0.3: memories are short, so length normalization matters less;
+- on a host that does not score its lexical candidates, BM25 over the pool with k1=1.5, b=0.3
+  (memories are short, so length normalization matters less); the host's own BM25 otherwise;
 - min-max merge weighted 0.6 lexical / 0.4 cosine (exact terms such as names and dates carry
   more evidence than a small sentence encoder's similarity);
 - source context: a memory is raised by the best score among other memories of its source (the
   turns of one session, the chunks of one document), the passage-retrieval rule of combining a
   passage's score with its document's. Memories without a source are ranked as before;
 - L3 concepts that strongly match are fused in by rank (retrieval.concepts), as in baseline.
-Measured on LoCoMo (categories 1-4, MiniLM): R@10 0.735, nDCG@10 0.557 vs baseline 0.655 / 0.484
-(without source context 0.681 / 0.531). The weights were chosen on LoCoMo: treat them as a start.
+Measured on LoCoMo (categories 1-4, MiniLM): R@10 0.729, nDCG@10 0.549 vs baseline 0.665 / 0.495
+(docs/bench/quality-locomo.md). The weights were chosen on LoCoMo: treat them as a start.
 
 DRIVER BOUNDARY: imports only halomem.types and halomem.retrieval.
 """

@@ -101,12 +101,20 @@ def _counted_statistics(conn: Connection, scope: Scope, q: sa.Subquery) -> Stati
     """A source-scoped caller's statistics, counted over its own rows: the lexicon is kept per
     namespace, and a namespace's counts would include the rows of sources outside the scope."""
     found = conn.execute(sa.select(q.c.lexeme, sa.func.halomem_term_dim(q.c.lexeme))).all()
-    holding = [sa.func.count().filter(memories.c.content_tsv.op("@@")(_as_tsquery([lexeme], "|")))
-               for lexeme, _ in found]
-    counts = conn.execute(sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(memories.c.doc_length), 0),
-                                    *holding).where(visible(memories, scope))).one()
-    terms = [QueryTerm(lexeme, int(dim), int(n)) for (lexeme, dim), n in zip(found, counts[2:])]
-    return Statistics(int(counts[0]), int(counts[1]), sorted(terms, key=lambda t: (t.docs, t.lexeme)))
+    total = sa.func.coalesce(sa.func.sum(memories.c.doc_length), 0)
+    documents, docs, (length,) = _holding(conn, memories, scope, [lexeme for lexeme, _ in found], total)
+    terms = [QueryTerm(lexeme, int(dim), n) for (lexeme, dim), n in zip(found, docs)]
+    return Statistics(documents, int(length), sorted(terms, key=lambda t: (t.docs, t.lexeme)))
+
+
+def _holding(conn: Connection, table: sa.Table, scope: Scope, lexemes: Sequence[str],
+             *extra: sa.ColumnElement[Any]) -> tuple[int, list[int], tuple[Any, ...]]:
+    """Counted over the visible rows of ``table``: how many there are, how many hold each lexeme,
+    and any ``extra`` aggregates, in one scan."""
+    tsv = table.c.content_tsv
+    holding = [sa.func.count().filter(tsv.op("@@")(_as_tsquery([lx], "|"))) for lx in lexemes]
+    row = conn.execute(sa.select(sa.func.count(), *holding, *extra).where(visible(table, scope))).one()
+    return int(row[0]), [int(n) for n in row[1:1 + len(lexemes)]], tuple(row[1 + len(lexemes):])
 
 
 def ranked(conn: Connection, scope: Scope, groups: list[list[str]], text: str, limit: int) -> list[Candidate]:
@@ -166,9 +174,8 @@ def term_share(conn: Connection, scope: Scope, text: str, table: sa.Table) -> sa
     lexemes = conn.execute(sa.select(sa.func.unnest(_lexemes(text)))).scalars().all()
     if not lexemes:
         return sa.literal(0.0, sa.Float)
+    n, docs, _ = _holding(conn, table, scope, lexemes)
     tsv = table.c.content_tsv
-    holding = [sa.func.count().filter(tsv.op("@@")(_as_tsquery([lx], "|"))) for lx in lexemes]
-    n, *docs = conn.execute(sa.select(sa.func.count(), *holding).where(visible(table, scope))).one()
     weights = [(lx, math.log(1.0 + (n - d + 0.5) / (d + 0.5))) for lx, d in zip(lexemes, docs) if d > 0]
     total = sum(w for _, w in weights)
     if total <= 0:

@@ -70,9 +70,10 @@ class IndexReader:
 
     def lexical_candidates(self, scope: Scope, query: str, limit: int) -> list[Candidate]:
         """Best BM25 first over what ``scope`` may read, scored in the database (index.lexical)."""
-        if not query_terms(query) or limit <= 0:
+        words = query_terms(query)
+        if not words or limit <= 0:
             return []
-        return lexical.ranked(self.conn, scope, self._index_groups(scope), " ".join(query_terms(query)), limit)
+        return lexical.ranked(self.conn, scope, self._index_groups(scope), " ".join(words), limit)
 
     def corpus_stats(self, scope: Scope, words: Sequence[str]) -> CorpusStats:
         return lexical.corpus_stats(self.conn, scope, words)
