@@ -2,8 +2,12 @@
 
 Built on httpx2, pydantic's maintained continuation of httpx (same API) and the HTTP client the
 official MCP SDK already depends on: one HTTP client in the dependency tree, and unlike httpx 0.28
-it does not import its command-line tool (click, pygments, rich) on import, 85 ms of every
-remote CLI call.
+it does not import its command-line tool (click, pygments, rich) on import.
+
+The CLI makes one or two requests per process, for which a pooled client is all cost: httpx2,
+httpcore2, h11 and anyio take ~100 ms to import, a third of a remote `halomem search`. So
+``Client.for_cli`` sends a direct plain-HTTP request (no proxy configured) through the standard
+library's ``http.client``; anything else (https, a proxy, a library user) goes through httpx2.
 
     from halomem.client import Client
     with Client("http://127.0.0.1:8080", token) as hm:
@@ -16,17 +20,21 @@ this module does not import the database stack.
 """
 from __future__ import annotations
 
+import json as jsonlib
+import os
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Sequence
-from urllib.parse import quote
-
-import httpx2
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
+from urllib.parse import quote, urlencode, urlsplit
 
 from .errors import AuthenticationError, DatabaseUnavailableError, HalomemError, error_for_problem
-from .policy.model import Policy, parse_policy
 from .results import Hit, IngestReport, MemoryRow, NewMemory, SearchResult
-from .types import ScoredRef
+
+if TYPE_CHECKING:
+    import httpx2
+
+    from .policy.model import Policy
+    from .types import ScoredRef
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -44,16 +52,93 @@ def _row(data: dict[str, Any]) -> MemoryRow:
                         "erased_at": _when(data["erased_at"])})
 
 
+class Reply(NamedTuple):
+    status: int
+    body: bytes
+
+
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
+
+
+class PooledTransport:
+    """httpx2: connection pooling, TLS, proxies from the environment."""
+
+    def __init__(self, url: str, headers: dict[str, str], timeout: float,
+                 transport: "httpx2.BaseTransport | None" = None) -> None:
+        import httpx2
+
+        # plain http has no certificates to verify: skip loading the CA bundle
+        verify = not url.startswith("http://")
+        self._http = httpx2.Client(base_url=url, timeout=timeout, transport=transport, verify=verify,
+                                   headers=headers)
+
+    def send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> Reply:
+        import httpx2
+
+        try:
+            response = self._http.request(method, path, content=body, headers=headers)
+        except httpx2.TimeoutException:
+            raise TimeoutError from None
+        except httpx2.HTTPError as exc:
+            raise ConnectionError(type(exc).__name__) from None
+        return Reply(response.status_code, response.content)
+
+    def close(self) -> None:
+        self._http.close()
+
+
+class DirectTransport:
+    """Plain HTTP through the standard library (``http.client``), a connection per request (a
+    loopback connect is ~0.1 ms, and a write is never re-sent over a connection the server closed)."""
+
+    def __init__(self, url: str, headers: dict[str, str], timeout: float) -> None:
+        parts = urlsplit(url)
+        self._host, self._port = parts.hostname or "127.0.0.1", parts.port or 80
+        self._prefix = parts.path.rstrip("/")
+        self._headers = headers
+        self._timeout = timeout
+
+    @staticmethod
+    def usable(url: str) -> bool:
+        """Plain http and no proxy configured: a direct connection is what httpx2 would make too."""
+        return url.startswith("http://") and not any(
+            os.environ.get(name) or os.environ.get(name.upper()) for name in PROXY_VARIABLES)
+
+    def send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> Reply:
+        import http.client
+
+        conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
+        try:
+            conn.request(method, self._prefix + path, body=body, headers={**self._headers, **headers})
+            response = conn.getresponse()
+            return Reply(response.status, response.read())
+        except TimeoutError:
+            raise
+        except (OSError, http.client.HTTPException) as exc:
+            raise ConnectionError(type(exc).__name__) from None
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        pass
+
+
 class Client:
     def __init__(self, url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT,
-                 transport: httpx2.BaseTransport | None = None) -> None:
+                 transport: "httpx2.BaseTransport | None" = None, direct: bool = False) -> None:
+        """``direct``: use the standard library for a plain-http URL without a proxy (see module doc)."""
         if not token:
             raise AuthenticationError("no token: set HALOMEM_TOKEN")
         self.url = url.rstrip("/")
-        # plain http has no certificates to verify: skip loading the CA bundle (30 ms of a CLI call)
-        verify = not self.url.startswith("http://")
-        self._http = httpx2.Client(base_url=self.url, timeout=timeout, transport=transport, verify=verify,
-                                  headers={"Authorization": f"Bearer {token}", "User-Agent": "halomem-client"})
+        headers = {"Authorization": f"Bearer {token}", "User-Agent": "halomem-client"}
+        if direct and transport is None and DirectTransport.usable(self.url):
+            self._http: PooledTransport | DirectTransport = DirectTransport(self.url, headers, timeout)
+        else:
+            self._http = PooledTransport(self.url, headers, timeout, transport)
+
+    @classmethod
+    def for_cli(cls, url: str, token: str) -> "Client":
+        return cls(url, token, direct=True)
 
     def __enter__(self) -> "Client":
         return self
@@ -64,27 +149,34 @@ class Client:
     def close(self) -> None:
         self._http.close()
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _call(self, method: str, path: str, *, json: Any = None, content: bytes | None = None,
+              params: dict[str, str] | None = None, headers: dict[str, str] | None = None) -> Any:
+        headers = dict(headers or {})
+        if json is not None:
+            content = jsonlib.dumps(json, ensure_ascii=False).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        if params:
+            path = f"{path}?{urlencode(params)}"
         try:
-            response = self._http.request(method, path, **kwargs)
-        except httpx2.TimeoutException:
+            reply = self._http.send(method, path, content, headers)
+        except TimeoutError:
             raise DatabaseUnavailableError(f"halomem server at {self.url} did not answer in time") from None
-        except httpx2.HTTPError as exc:
-            raise DatabaseUnavailableError(f"cannot reach halomem server at {self.url}: {type(exc).__name__}") from None
-        if response.status_code >= 400:
-            raise self._error(response)
-        return response.json()
+        except ConnectionError as exc:
+            raise DatabaseUnavailableError(f"cannot reach halomem server at {self.url}: {exc}") from None
+        if reply.status >= 400:
+            raise self._error(reply)
+        return jsonlib.loads(reply.body)
 
     @staticmethod
-    def _error(response: httpx2.Response) -> HalomemError:
+    def _error(reply: Reply) -> HalomemError:
         try:
-            body = response.json()
+            body = jsonlib.loads(reply.body)
         except ValueError:
             body = {}
         if not isinstance(body, dict):
             body = {}
-        detail = body.get("detail") or body.get("error_description") or f"HTTP {response.status_code}"
-        return error_for_problem(response.status_code, body.get("kind"), str(detail))
+        detail = body.get("detail") or body.get("error_description") or f"HTTP {reply.status}"
+        return error_for_problem(reply.status, body.get("kind"), str(detail))
 
     # --- the operations (same names and results as halomem.ops.Operations) --------------------
     def whoami(self) -> dict[str, Any]:
@@ -156,20 +248,26 @@ class Client:
     def put_concept(self, path: str, content: str) -> str:
         return self._call("PUT", f"/v1/concepts/{quote(path, safe='/')}", json={"content": content})["request_id"]
 
-    def concepts(self, query: str, k: int = 10) -> list[ScoredRef]:
+    def concepts(self, query: str, k: int = 10) -> "list[ScoredRef]":
+        from .types import ScoredRef
+
         return [ScoredRef(**h) for h in self._call("POST", "/v1/concepts:search", json={"query": query, "k": k})["hits"]]
 
     def materialize_concept(self, path: str) -> NewMemory:
         data = self._call("POST", "/v1/concepts:materialize", json={"path": path})
         return NewMemory(data["id"], data["namespace"], data["source"], data.get("request_id"))
 
-    def effective_policy(self, target: str | None = None) -> Policy:
+    def effective_policy(self, target: str | None = None) -> "Policy":
+        from .policy.model import parse_policy
+
         data = self._call("GET", f"/v1/policies/{quote(target, safe='/')}" if target else "/v1/policy")
         source = data.pop("from")
         data.pop("namespace", None)
         return parse_policy(data, None if source == "default" else source)
 
-    def set_policy(self, target: str | None, policy: dict[str, Any]) -> Policy:
+    def set_policy(self, target: str | None, policy: dict[str, Any]) -> "Policy":
+        from .policy.model import parse_policy
+
         target = target or self.namespace
         data = self._call("PUT", f"/v1/policies/{quote(target, safe='/')}", json=policy)
         data.pop("namespace", None)

@@ -8,53 +8,85 @@ ever runs inside a confined worker (halomem.sandbox).
 from __future__ import annotations
 
 import logging
+from functools import partial
 from importlib import import_module
-from importlib.metadata import entry_points
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings
 from .drivers import DriverRegistry
 from .errors import ConfigError
-from .sandbox.cartridge import ENTRY_POINT_GROUP, from_entry_point, from_module, pick_driver
-from .sandbox.isolated import IsolatedDriver, Limits
+
+if TYPE_CHECKING:
+    from .sandbox.isolated import Limits
 
 log = logging.getLogger("halomem")
-BUILTINS = {"baseline": "halomem.drivers.baseline", "fusion": "halomem.drivers.fusion",
-            "graph": "halomem.drivers.graph", "keyword": "halomem.drivers.keyword"}
+BUILTINS = {"baseline": "halomem.drivers.baseline:BaselineDriver", "fusion": "halomem.drivers.fusion:FusionDriver",
+            "graph": "halomem.drivers.graph:GraphDriver", "keyword": "halomem.drivers.keyword:KeywordDriver"}
 ISOLATE_MODES = ("untrusted", "all")
 
 
-def limits(settings: Settings) -> Limits:
+def _bounds(settings: Settings) -> dict[str, Any]:
+    """The sandbox limits the settings ask for, checked (a bad value fails boot, not a later search)."""
     try:
         deadline_ms, memory_mb = int(settings.driver_deadline_ms), int(settings.driver_memory_mb)
     except (TypeError, ValueError):
         raise ConfigError("driver_deadline_ms and driver_memory_mb must be whole numbers") from None
     if not 10 <= deadline_ms <= 600_000 or not 64 <= memory_mb <= 1 << 20:
         raise ConfigError("driver_deadline_ms must be 10..600000 and driver_memory_mb 64..1048576")
-    return Limits(deadline_s=deadline_ms / 1000, memory_bytes=memory_mb << 20)
+    return {"deadline_s": deadline_ms / 1000, "memory_bytes": memory_mb << 20}
+
+
+def limits(settings: Settings) -> "Limits":
+    from .sandbox.isolated import Limits
+
+    return Limits(**_bounds(settings))
 
 
 def mount_drivers(registry: DriverRegistry, settings: Settings, *, plugins: bool = True) -> None:
+    """Built-ins by name, each imported when first used; plugins found when a name is not a built-in."""
     if settings.isolate not in ISOLATE_MODES:
         raise ConfigError(f"isolate must be one of {', '.join(ISOLATE_MODES)} (got {settings.isolate!r})")
-    bounds = limits(settings)
+    _bounds(settings)
     isolate_all = settings.isolate == "all"
-    for name, module in BUILTINS.items():
+    for name, target in BUILTINS.items():
         if isolate_all and name != DriverRegistry.FALLBACK:
-            registry.mount(IsolatedDriver(from_module(module, name), bounds))
+            registry.mount_lazy(name, partial(_isolated_module, target, name, settings))
         else:
-            registry.mount(pick_driver(import_module(module), module))
+            registry.mount_lazy(name, partial(_in_process, target))
     if settings.sidecar_url:
-        _mount_sidecar(registry, settings.sidecar_url, bounds if isolate_all else None)
+        _mount_sidecar(registry, settings.sidecar_url, limits(settings) if isolate_all else None)
     if plugins:
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            try:
-                registry.mount(IsolatedDriver(from_entry_point(ep), bounds))
-            except Exception as exc:  # noqa: BLE001 - a broken plugin must not fail boot
-                log.warning("driver plugin %r not mounted: %s", ep.name, exc)
+        registry.discover_later(partial(_mount_plugins, registry, settings))
 
 
-def _mount_sidecar(registry: DriverRegistry, url: str, bounds: Limits | None) -> None:
+def _in_process(target: str) -> Any:
+    module, cls = target.split(":")
+    return getattr(import_module(module), cls)()
+
+
+def _isolated_module(target: str, name: str, settings: Settings) -> Any:
+    from .sandbox.cartridge import from_module
+    from .sandbox.isolated import IsolatedDriver
+
+    return IsolatedDriver(from_module(target.split(":")[0], name), limits(settings))
+
+
+def _mount_plugins(registry: DriverRegistry, settings: Settings) -> None:
+    """Entry points of the halomem.drivers group, mounted isolated and never imported here."""
+    from importlib.metadata import entry_points
+
+    from .sandbox.cartridge import ENTRY_POINT_GROUP, from_entry_point
+    from .sandbox.isolated import IsolatedDriver
+
+    bounds = limits(settings)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            registry.mount(IsolatedDriver(from_entry_point(ep), bounds))
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not fail boot
+            log.warning("driver plugin %r not mounted: %s", ep.name, exc)
+
+
+def _mount_sidecar(registry: DriverRegistry, url: str, bounds: "Limits | None") -> None:
     """mem0 is mounted only when configured; isolated, it may connect to the sidecar's port only."""
     try:
         if bounds is None:
@@ -62,6 +94,11 @@ def _mount_sidecar(registry: DriverRegistry, url: str, bounds: Limits | None) ->
 
             registry.mount(Mem0Driver(url))
             return
+        from urllib.parse import urlsplit
+
+        from .sandbox.cartridge import from_module
+        from .sandbox.isolated import IsolatedDriver
+
         parts = urlsplit(url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
         registry.mount(IsolatedDriver(from_module("halomem.drivers.mem0", "mem0", init_args=(url,),
@@ -71,7 +108,8 @@ def _mount_sidecar(registry: DriverRegistry, url: str, bounds: Limits | None) ->
 
 
 def close_drivers(registry: DriverRegistry) -> None:
-    for name in registry.names():
-        driver = registry.get(name)
-        if isinstance(driver, IsolatedDriver):
-            driver.close()
+    """Release what the built drivers hold (an isolated one's sandbox workers; an unbuilt one has none)."""
+    for driver in registry.built():
+        close = getattr(driver, "close", None)
+        if callable(close):
+            close()

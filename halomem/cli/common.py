@@ -144,7 +144,7 @@ def data(ns: Optional[str]):  # noqa: ANN201 - halomem.ops.Operations or halomem
         from ..client import Client
         from ..errors import InvalidInputError
 
-        client = Client(*target)
+        client = Client.for_cli(*target)
         if ns is not None:
             own = client.whoami()["namespace"]
             if ns != own:

@@ -9,39 +9,25 @@ import typer
 from typer.exceptions import Abort, Exit, TyperException
 
 from ..errors import EXIT_CODES, DatabaseUnavailableError, HalomemError
-from . import (audit_cmds, bench_cmds, conformance_cmds, db_cmds, graph_cmds, index_cmds, memory_cmds, policy_cmds,
-               search_cmds, serve_cmds, sidecar_cmds, token_cmds)
 from .common import err, setup_logging
 
-app = typer.Typer(
-    name="halomem", no_args_is_help=True, invoke_without_command=True, add_completion=False,
-    pretty_exceptions_enable=False,
-    help="Governed organizational memory for AI agents.\n\nExit codes: "
-         + "; ".join(f"{code} {what}" for code, what in sorted(EXIT_CODES.items())),
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-memory_cmds.register(app)
-search_cmds.register(app)
-app.add_typer(graph_cmds.entity_app, name="entity")
-app.add_typer(graph_cmds.concept_app, name="concept")
-app.add_typer(policy_cmds.app, name="policy")
-app.add_typer(audit_cmds.app, name="audit")
-app.add_typer(db_cmds.app, name="db")
-app.add_typer(index_cmds.app, name="index")
-app.add_typer(search_cmds.drivers_app, name="drivers")
-app.add_typer(sidecar_cmds.app, name="sidecar")
-app.add_typer(bench_cmds.app, name="bench")
-conformance_cmds.register(app)
-serve_cmds.register(app)
-app.add_typer(token_cmds.app, name="token")
+# Every top-level command: (its module, the Typer group it is, or None for commands the module's
+# register() adds to the root), registered in this order. A call builds only the part of the
+# tree it names (`halomem search` imports and converts one module, not fifteen): the help, an
+# unknown name or no name build the whole tree.
+COMMANDS: dict[str, tuple[str, str | None]] = {
+    "init": ("memory_cmds", None), "remember": ("memory_cmds", None), "supersede": ("memory_cmds", None),
+    "erase": ("memory_cmds", None), "history": ("memory_cmds", None), "ingest": ("memory_cmds", None),
+    "search": ("search_cmds", None),
+    "entity": ("graph_cmds", "entity_app"), "concept": ("graph_cmds", "concept_app"),
+    "policy": ("policy_cmds", "app"), "audit": ("audit_cmds", "app"), "db": ("db_cmds", "app"),
+    "index": ("index_cmds", "app"), "drivers": ("search_cmds", "drivers_app"),
+    "sidecar": ("sidecar_cmds", "app"), "bench": ("bench_cmds", "app"),
+    "conformance": ("conformance_cmds", None), "serve": ("serve_cmds", None), "mcp": ("serve_cmds", None),
+    "token": ("token_cmds", "app"),
+}
 
 
-def _one_line(text: str) -> str:
-    first = (text or "").strip().splitlines()
-    return first[0] if first else ""
-
-
-@app.callback()
 def _root(version: bool = typer.Option(False, "--version", is_eager=True, help="Print the version and exit.")) -> None:
     """Governed organizational memory for AI agents."""
     if version:
@@ -49,6 +35,48 @@ def _root(version: bool = typer.Option(False, "--version", is_eager=True, help="
 
         typer.echo(f"halomem {__version__}")
         raise Exit(0)
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The command tree: all of it, or only the top-level command ``only`` (with the root's options)."""
+    from importlib import import_module
+
+    app = typer.Typer(
+        name="halomem", no_args_is_help=True, invoke_without_command=True, add_completion=False,
+        pretty_exceptions_enable=False,
+        help="Governed organizational memory for AI agents.\n\nExit codes: "
+             + "; ".join(f"{code} {what}" for code, what in sorted(EXIT_CODES.items())),
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    app.callback()(_root)
+    registered: set[str] = set()
+    for name, (module_name, group) in COMMANDS.items():
+        if only is not None and name != only:
+            continue
+        module = import_module(f"{__package__}.{module_name}")
+        if group is not None:
+            app.add_typer(getattr(module, group), name=name)
+        elif module_name not in registered:
+            module.register(app)  # adds all its root commands; the ones not asked for are harmless
+            registered.add(module_name)
+    return app
+
+
+def command_named(args: list[str]) -> str | None:
+    """The top-level command an argument list names, if it is one we know (None: build all; "" for
+    `--version`, which needs no command)."""
+    for arg in args:
+        if arg.startswith("-"):
+            if arg in ("-h", "--help"):
+                return None
+            continue
+        return arg if arg in COMMANDS else None
+    return "" if "--version" in args else None
+
+
+def _one_line(text: str) -> str:
+    first = (text or "").strip().splitlines()
+    return first[0] if first else ""
 
 
 def _fail(kind: str, message: str, code: int, as_json: bool) -> int:
@@ -70,7 +98,8 @@ def run(argv: list[str] | None = None) -> None:
     as_json = "--json" in args
     debug = os.environ.get("HALOMEM_DEBUG") == "1"
     try:
-        rv = typer.main.get_command(app).main(args=args, prog_name="halomem", standalone_mode=False)
+        command = typer.main.get_command(build_app(command_named(args)))
+        rv = command.main(args=args, prog_name="halomem", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
     except Exit as exc:
         code = exc.exit_code

@@ -231,7 +231,14 @@ def _write_meta(conn: Connection, key: str, value: str) -> None:
 
 
 def migrate(engine: sa.Engine, embedder_name: str, dim: int) -> int:
-    """Bring the schema to LATEST; returns the version found before migrating."""
+    """Bring the schema to LATEST; returns the version found before migrating.
+
+    An up-to-date schema is only read (no lock, no write): every CLI call boots a kernel."""
+    with engine.connect() as conn:
+        found = _read_meta(conn)
+    if found.get("schema_version") == str(LATEST):
+        check_embedder(found, embedder_name, dim)
+        return LATEST
     with engine.begin() as conn:
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK})
         found = _read_meta(conn)

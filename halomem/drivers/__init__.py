@@ -15,37 +15,72 @@ class DriverUnavailableError(Exception):
 
 
 class DriverRegistry:
-    """Mounted drivers by name. An unmounted name resolves to baseline, with a warning."""
+    """Mounted drivers by name. An unmounted name resolves to baseline, with a warning.
+
+    A driver may be mounted by name with a factory that builds it on first use, and plugin
+    discovery may be deferred until a name is looked up that is not known yet: a one-shot
+    `halomem search` imports only the driver that serves it.
+    """
 
     FALLBACK = "baseline"
 
     def __init__(self, warn: Callable[[str], None] = lambda message: None) -> None:
         self._drivers: dict[str, RetrieverDriver] = {}
+        self._factories: dict[str, Callable[[], RetrieverDriver]] = {}
+        self._discoveries: list[Callable[[], None]] = []
         self.warn = warn
 
     def mount(self, driver: RetrieverDriver) -> None:
         name = getattr(driver, "name", None)
         if not isinstance(name, str) or not name or not callable(getattr(driver, "plan", None)):
             raise TypeError(f"{driver!r} is not a retriever driver (needs a name and plan())")
+        self._factories.pop(name, None)
         self._drivers[name] = driver
+
+    def mount_lazy(self, name: str, factory: Callable[[], RetrieverDriver]) -> None:
+        """Mount ``name``; ``factory`` builds the driver the first time it is asked for."""
+        self._drivers.pop(name, None)
+        self._factories[name] = factory
+
+    def discover_later(self, discover: Callable[[], None]) -> None:
+        """Run ``discover`` (which mounts more drivers) once, when an unknown name or the full list
+        is first asked for."""
+        self._discoveries.append(discover)
+
+    def _discover(self) -> None:
+        while self._discoveries:
+            self._discoveries.pop(0)()
 
     def unmount(self, name: str) -> None:
         if name == self.FALLBACK:
             raise ValueError("baseline is the fallback lane and cannot be unmounted")
+        self._discover()
         self._drivers.pop(name, None)
+        self._factories.pop(name, None)
 
     def names(self) -> list[str]:
-        return sorted(self._drivers)
+        self._discover()
+        return sorted({*self._drivers, *self._factories})
 
     def has(self, name: str) -> bool:
-        return name in self._drivers
+        if name not in self._drivers and name not in self._factories:
+            self._discover()
+        return name in self._drivers or name in self._factories
 
     def get(self, name: str) -> RetrieverDriver:
+        if not self.has(name):
+            raise KeyError(name)
+        if name in self._factories:
+            self.mount(self._factories[name]())
         return self._drivers[name]
+
+    def built(self) -> list[RetrieverDriver]:
+        """The drivers built so far (what there is to close)."""
+        return list(self._drivers.values())
 
     def resolve(self, name: str) -> tuple[RetrieverDriver, bool]:
         """(driver, fell_back): an unmounted name serves baseline and says so."""
-        if name in self._drivers:
-            return self._drivers[name], False
+        if self.has(name):
+            return self.get(name), False
         self.warn(f"driver {name!r} is not mounted; serving with {self.FALLBACK!r}")
-        return self._drivers[self.FALLBACK], True
+        return self.get(self.FALLBACK), True

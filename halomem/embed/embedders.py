@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Protocol, Sequence
-
-import numpy as np
 
 from .tokenize import STOPWORDS, stem, terms
 
@@ -30,13 +29,14 @@ class HashEmbedder:
         return value % self.dim, (1.0 if (value >> 63) & 1 else -1.0)
 
     def embed_one(self, text: str) -> list[float]:
-        vec = np.zeros(self.dim, dtype=np.float64)
+        """Plain Python (no numpy): a local `halomem search` should not pay numpy's import."""
+        vec = [0.0] * self.dim
         for token in terms(text):
             weight = 0.25 if token in STOPWORDS else 1.0
             slot, sign = self._slot(stem(token))
             vec[slot] += sign * weight
-        norm = np.linalg.norm(vec)
-        return (vec / norm if norm else vec).tolist()
+        norm = math.sqrt(math.fsum(v * v for v in vec))
+        return [v / norm for v in vec] if norm else vec
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [self.embed_one(t) for t in texts]

@@ -1,0 +1,89 @@
+"""Start-up: a CLI call builds and imports only what it runs (docs/bench/cli.md measures the time).
+
+The command table in halomem.cli.main must match the tree it builds, a local search must not
+import numpy, the sandbox, other drivers or other commands' modules, and the remote CLI's direct
+HTTP transport must answer exactly as the pooled httpx2 client does."""
+import subprocess
+import sys
+
+import typer
+
+from halomem.cli.main import COMMANDS, build_app, command_named
+from halomem.client import Client, DirectTransport, PooledTransport
+from tests.conftest import make_token
+
+
+def test_the_command_table_is_the_tree():
+    full = typer.main.get_command(build_app())
+    assert sorted(full.commands) == sorted(COMMANDS)
+    for name in COMMANDS:
+        alone = typer.main.get_command(build_app(name))
+        assert name in alone.commands
+        assert set(alone.commands) <= {n for n, (module, _) in COMMANDS.items() if module == COMMANDS[name][0]}
+
+
+def test_which_part_of_the_tree_an_argument_list_names():
+    assert command_named(["search", "--ns", "acme", "q"]) == "search"
+    assert command_named(["--json", "policy", "show"]) == "policy"
+    assert command_named(["--version"]) == "" and command_named(["--version", "search"]) == "search"
+    assert command_named([]) is None and command_named(["-h"]) is None and command_named(["nosuch"]) is None
+    assert command_named(["--help", "search"]) is None  # the root's help lists every command
+
+
+def _imports_after(args: list[str], env: dict[str, str], names: tuple[str, ...]) -> tuple[int, list[str]]:
+    code = (f"import sys; sys.argv = ['halomem', *{args!r}];"
+            "import halomem.cli.main as m\ntry: m.run()\nexcept SystemExit as e: code = e.code\n"
+            f"print(code, [n for n in {names!r} if n in sys.modules], file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    code, loaded = result.stderr.strip().splitlines()[-1].split(" ", 1)
+    return int(code), eval(loaded)  # noqa: S307 - our own print of a list of str
+
+
+def test_a_local_search_imports_only_what_it_runs(kernel, cli_env):
+    kernel.remember("acme", "the cafeteria opens at eight")
+    unused = ("numpy", "halomem.sandbox.isolated", "halomem.sandbox.cartridge", "halomem.drivers.fusion",
+              "halomem.drivers.graph", "halomem.cli.bench_cmds", "halomem.cli.token_cmds", "halomem.server",
+              "httpx2", "rich")
+    code, loaded = _imports_after(["search", "--ns", "acme", "--json", "cafeteria"], cli_env, unused)
+    assert code == 0 and loaded == []
+
+
+def test_the_remote_cli_does_not_import_the_pooled_client(api_server, kernel, cli_env):
+    token = make_token(kernel, "acme", "read")
+    env = {**cli_env, "HALOMEM_URL": api_server.url, "HALOMEM_TOKEN": token}
+    code, loaded = _imports_after(["search", "--json", "anything"], env, ("httpx2", "httpcore2", "anyio"))
+    assert code == 0 and loaded == []
+
+
+def test_direct_and_pooled_transports_answer_the_same(api_server, kernel, monkeypatch):
+    token = make_token(kernel, "acme/eng", "read,write")
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    with Client(api_server.url, token) as pooled, Client.for_cli(api_server.url, token) as direct:
+        assert isinstance(pooled._http, PooledTransport) and isinstance(direct._http, DirectTransport)
+        made = direct.remember("Invoices are paid on the 5th — net 30, ünïcode kept", source="finance")
+        assert pooled.history(made.id)[0].content == "Invoices are paid on the 5th — net 30, ünïcode kept"
+        a, b = pooled.search("invoices paid"), direct.search("invoices paid")
+        assert [(h.id, h.score) for h in a.hits] == [(h.id, h.score) for h in b.hits] and a.hits
+        report = direct.ingest_bytes(b'{"content": "one"}\nnot json\n', skip_bad=True)
+        assert report.written == 1 and [line for line, _ in report.skipped] == [2]
+        for client in (pooled, direct):  # the same error class from the same problem+json
+            try:
+                client.history("m_nope")
+            except Exception as exc:  # noqa: BLE001
+                assert type(exc).__name__ == "NotFoundError"
+            else:
+                raise AssertionError("history of a missing id answered")
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    with Client.for_cli(api_server.url, token) as proxied:
+        assert isinstance(proxied._http, PooledTransport)  # a proxy is httpx2's job
+
+
+def test_an_unreachable_server_is_the_same_error_through_both_transports():
+    for client in (Client("http://127.0.0.1:9", "hm_x"), Client.for_cli("http://127.0.0.1:9", "hm_x")):
+        try:
+            client.search("x")
+        except Exception as exc:  # noqa: BLE001
+            assert type(exc).__name__ == "DatabaseUnavailableError" and "127.0.0.1:9" in str(exc)
+        else:
+            raise AssertionError("an unreachable server answered")
