@@ -55,15 +55,25 @@ def _drive(clients: int, total: int, call: Callable[[int, int], None]) -> dict[s
     return {**_pcts(latencies), "throughput_rps": total / wall}
 
 
-def _median_wall(cmd: list[str], env: dict[str, str], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0:
-            raise RuntimeError(proc.stderr.strip())
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+def _drive_alternating(total: int, first: Callable[[int, int], None],
+                       second: Callable[[int, int], None]) -> tuple[dict[str, float], dict[str, float]]:
+    """One client alternating the two paths query by query: this VM's speed drifts by 1.5x within
+    minutes, and alternating puts the drift on both paths alike instead of on one leg."""
+    spent: tuple[list[float], list[float]] = ([], [])
+    for i in range(total):
+        for call, out in ((first, spent[0]), (second, spent[1])) if i % 2 else ((second, spent[1]), (first, spent[0])):
+            started = time.perf_counter()
+            call(0, i)
+            out.append((time.perf_counter() - started) * 1000)
+    return tuple({**_pcts(ms), "throughput_rps": 1000 * len(ms) / sum(ms)} for ms in spent)  # type: ignore[return-value]
+
+
+def _wall(cmd: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip())
+    return (time.perf_counter() - started) * 1000
 
 
 def run_serve(memories: int, concurrency: Sequence[int], requests: int, out_dir: Path,
@@ -119,8 +129,11 @@ def _measure(kernel, url: str, tokens: dict[str, str], probes: list[tuple[str, s
         _drive(2, 40, in_process)  # warm both paths
         _drive(2, 40, over_http)
         for c in concurrency:
-            local = _drive(c, requests, in_process)
-            remote = _drive(c, requests, over_http)
+            if c == 1:
+                local, remote = _drive_alternating(requests, in_process, over_http)
+            else:
+                local = _drive(c, requests, in_process)
+                remote = _drive(c, requests, over_http)
             legs.append({"clients": c, "in_process": local, "http": remote,
                          "p50_overhead_ms": remote["p50"] - local["p50"],
                          "throughput_ratio": remote["throughput_rps"] / local["throughput_rps"]})
@@ -133,12 +146,16 @@ def _measure(kernel, url: str, tokens: dict[str, str], probes: list[tuple[str, s
 
 
 def _cli_legs(env: dict[str, str], url: str, tokens: dict[str, str], repeats: int) -> dict[str, float]:
+    """Median wall times of fresh processes, local and remote alternating."""
     hm = [sys.executable, "-m", "halomem.cli.main", "search", "--json", "who migrated billing"]
-    local = _median_wall(hm + ["--ns", "acme/eng"], env, repeats)
     remote_env = {k: v for k, v in env.items() if k != "HALOMEM_DATABASE_URL"}
     remote_env.update(HALOMEM_URL=url, HALOMEM_TOKEN=tokens["acme/eng"])
-    remote = _median_wall(hm, remote_env, repeats)
-    return {"local_ms": local, "remote_ms": remote, "ratio": remote / local, "repeats": repeats}
+    local, remote = [], []
+    for _ in range(repeats):
+        local.append(_wall(hm + ["--ns", "acme/eng"], env))
+        remote.append(_wall(hm, remote_env))
+    local_ms, remote_ms = statistics.median(local), statistics.median(remote)
+    return {"local_ms": local_ms, "remote_ms": remote_ms, "ratio": remote_ms / local_ms, "repeats": repeats}
 
 
 METHOD = """Synthetic org memories over a 16-namespace tree (`halomem/bench/synthetic.py`), hash embedder, one
@@ -146,9 +163,10 @@ ephemeral embedded server, `VACUUM ANALYZE` after the load. Queries from callers
 k = 10, the default (baseline) policy. Each leg sends the same number of searches; in-process legs
 call `Kernel.search` from N threads of this process, HTTP legs send `POST /v1/search` from N
 threads (httpx2, keep-alive) to a `halomem serve` process on 127.0.0.1 (no rate limit, no access
-log). Client and server share the machine's cores. CLI: median wall time of a fresh
-`halomem search --json` process, local (kernel against the same database) vs remote
-(`HALOMEM_URL` + `HALOMEM_TOKEN`)."""
+log). At 1 client one thread alternates the two paths query by query, so the machine's drift in
+speed falls on both alike. Client and server share the machine's cores. CLI: median wall time of
+a fresh `halomem search --json` process, local (kernel against the same database) and remote
+(`HALOMEM_URL` + `HALOMEM_TOKEN`) alternating."""
 
 
 def markdown(data: dict) -> str:

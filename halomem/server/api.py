@@ -10,6 +10,7 @@ import dataclasses
 from typing import Any, Optional
 
 from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..auth.store import parse_duration
@@ -147,9 +148,10 @@ def build_router(kernel: Kernel, limiter: RateLimiter) -> APIRouter:
         return {"chain": jsonable(ops.history(memory_id))}
 
     @r.post("/search", summary="Search what the caller may see")
-    def search(body: SearchIn, ops: Operations = Ops) -> dict[str, Any]:
-        return search_json(ops.search(body.query, k=body.k, token_budget=body.token_budget, sources=body.sources,
-                                      driver=body.driver))
+    def search(body: SearchIn, ops: Operations = Ops) -> Any:
+        # already JSON types: a JSONResponse skips FastAPI's recursive encoder (0.3 ms a search here)
+        return JSONResponse(search_json(ops.search(body.query, k=body.k, token_budget=body.token_budget,
+                                                   sources=body.sources, driver=body.driver)))
 
     @r.get("/entities", summary="Entities visible to the caller")
     def entities(ops: Operations = Ops) -> dict[str, Any]:
