@@ -21,7 +21,8 @@ from typing import Callable
 from . import report
 
 
-def _time(cmd: list[str], env: dict[str, str]) -> float:
+def wall_ms(cmd: list[str], env: dict[str, str]) -> float:
+    """Wall time of one fresh process that must succeed."""
     started = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
@@ -36,19 +37,19 @@ def run_cli(repeats: int, out_dir: Path, progress: Callable[[str], None] = lambd
     hm = [sys.executable, "-m", "halomem.cli.main"]
     compileall.compile_dir(str(Path(__file__).resolve().parents[1]), quiet=1)
     load_before = os.getloadavg()
-    _time(hm + ["remember", "--ns", "acme", "the cafeteria opens at eight"], env)
+    wall_ms(hm + ["remember", "--ns", "acme", "the cafeteria opens at eight"], env)
     search = hm + ["search", "--ns", "acme", "--json", "when does the cafeteria open"]
-    cold = [_time(search, env) for _ in range(repeats)]  # each process starts and stops the server
-    _time(hm + ["db", "start"], env)
+    cold = [wall_ms(search, env) for _ in range(repeats)]  # each process starts and stops the server
+    wall_ms(hm + ["db", "start"], env)
     warm, floor, help_ms, version_ms = [], [], [], []
     try:
         for _ in range(repeats):
-            warm.append(_time(search, env))
-            floor.append(_time([sys.executable, "-c", "import sqlalchemy, psycopg"], env))
-            help_ms.append(_time(hm + ["--help"], env))
-            version_ms.append(_time(hm + ["--version"], env))
+            warm.append(wall_ms(search, env))
+            floor.append(wall_ms([sys.executable, "-c", "import sqlalchemy, psycopg"], env))
+            help_ms.append(wall_ms(hm + ["--help"], env))
+            version_ms.append(wall_ms(hm + ["--version"], env))
     finally:
-        _time(hm + ["db", "stop"], env)
+        wall_ms(hm + ["db", "stop"], env)
     results = {"repeats": repeats, "server_not_running_ms": statistics.median(cold),
                "server_running_ms": statistics.median(warm), "import_floor_ms": statistics.median(floor),
                "help_ms": statistics.median(help_ms), "version_ms": statistics.median(version_ms),

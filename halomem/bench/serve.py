@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -20,6 +19,7 @@ import httpx2
 
 from ..db.embedded import ephemeral_server
 from . import report
+from .cli_speed import wall_ms
 from .serving import bearer, start_server
 from .synthetic import NAMESPACES, corpus, queries
 
@@ -66,14 +66,6 @@ def _drive_alternating(total: int, first: Callable[[int, int], None],
             call(0, i)
             out.append((time.perf_counter() - started) * 1000)
     return tuple({**_pcts(ms), "throughput_rps": 1000 * len(ms) / sum(ms)} for ms in spent)  # type: ignore[return-value]
-
-
-def _wall(cmd: list[str], env: dict[str, str]) -> float:
-    started = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr.strip())
-    return (time.perf_counter() - started) * 1000
 
 
 def run_serve(memories: int, concurrency: Sequence[int], requests: int, out_dir: Path,
@@ -152,8 +144,8 @@ def _cli_legs(env: dict[str, str], url: str, tokens: dict[str, str], repeats: in
     remote_env.update(HALOMEM_URL=url, HALOMEM_TOKEN=tokens["acme/eng"])
     local, remote = [], []
     for _ in range(repeats):
-        local.append(_wall(hm + ["--ns", "acme/eng"], env))
-        remote.append(_wall(hm, remote_env))
+        local.append(wall_ms(hm + ["--ns", "acme/eng"], env))
+        remote.append(wall_ms(hm, remote_env))
     local_ms, remote_ms = statistics.median(local), statistics.median(remote)
     return {"local_ms": local_ms, "remote_ms": remote_ms, "ratio": remote_ms / local_ms, "repeats": repeats}
 
