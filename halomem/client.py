@@ -92,6 +92,9 @@ class DirectTransport:
     loopback connect is ~0.1 ms, and a write is never re-sent over a connection the server closed)."""
 
     def __init__(self, url: str, headers: dict[str, str], timeout: float) -> None:
+        import http.client
+
+        self._http = http.client
         parts = urlsplit(url)
         self._host, self._port = parts.hostname or "127.0.0.1", parts.port or 80
         self._prefix = parts.path.rstrip("/")
@@ -105,16 +108,14 @@ class DirectTransport:
             os.environ.get(name) or os.environ.get(name.upper()) for name in PROXY_VARIABLES)
 
     def send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> Reply:
-        import http.client
-
-        conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
+        conn = self._http.HTTPConnection(self._host, self._port, timeout=self._timeout)
         try:
             conn.request(method, self._prefix + path, body=body, headers={**self._headers, **headers})
             response = conn.getresponse()
             return Reply(response.status, response.read())
         except TimeoutError:
             raise
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, self._http.HTTPException) as exc:
             raise ConnectionError(type(exc).__name__) from None
         finally:
             conn.close()

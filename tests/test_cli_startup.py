@@ -87,3 +87,29 @@ def test_an_unreachable_server_is_the_same_error_through_both_transports():
             assert type(exc).__name__ == "DatabaseUnavailableError" and "127.0.0.1:9" in str(exc)
         else:
             raise AssertionError("an unreachable server answered")
+
+
+def test_the_collector_is_off_only_while_the_process_starts(kernel, cli_env):
+    """Off while the kernel boots, on again (start-up frozen) once it serves; a command that boots
+    nothing (db status) runs with it on."""
+    kernel.remember("acme", "the cafeteria opens at eight")
+    code = ("import gc, sys, halomem.kernel as K, halomem.db.embedded as E\n"
+            "seen = []\n"
+            "def spy(name, f):\n"
+            "    def g(*a, **k):\n"
+            "        seen.append((name, gc.isenabled()))\n"
+            "        return f(*a, **k)\n"
+            "    return g\n"
+            "K.Kernel.boot = classmethod(spy('boot', K.Kernel.boot.__func__))\n"
+            "K.Kernel.search = spy('search', K.Kernel.search)\n"
+            "E.status = spy('status', E.status)\n"
+            "sys.argv = ['halomem', *sys.argv[1:]]\n"
+            "import halomem.cli.main as m\n"
+            "try: m.run()\nexcept SystemExit: pass\n"
+            "print(seen, gc.isenabled(), gc.get_freeze_count() > 0, file=sys.stderr)")
+    for args, expected in ((["search", "--ns", "acme", "cafeteria"], [("boot", False), ("search", True)]),
+                           (["db", "status"], [("status", True)])):
+        result = subprocess.run([sys.executable, "-c", code, *args], env=cli_env, capture_output=True, text=True,
+                                timeout=120)
+        seen, enabled, frozen = result.stderr.strip().splitlines()[-1].rsplit(" ", 2)
+        assert eval(seen) == expected and enabled == "True" and frozen == "True", result.stderr  # noqa: S307

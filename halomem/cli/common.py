@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+
 from ..config import Settings, load_settings
+from . import startup
 
 
 # Stored text is data: control characters (ANSI/OSC escapes, NUL, DEL, C1) and bidi overrides are
@@ -103,7 +105,10 @@ def kernel():  # noqa: ANN201 - returns halomem.kernel.Kernel (imported lazily f
 
         import atexit
 
-        _kernel = Kernel.boot(settings())
+        try:
+            _kernel = Kernel.boot(settings())
+        finally:
+            startup.end()
         atexit.register(_kernel.close)  # records the audit head outside the database, frees workers
     return _kernel
 
@@ -145,6 +150,7 @@ def data(ns: Optional[str]):  # noqa: ANN201 - halomem.ops.Operations or halomem
         from ..errors import InvalidInputError
 
         client = Client.for_cli(*target)
+        startup.end()
         if ns is not None:
             own = client.whoami()["namespace"]
             if ns != own:

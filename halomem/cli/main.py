@@ -9,6 +9,7 @@ import typer
 from typer.exceptions import Abort, Exit, TyperException
 
 from ..errors import EXIT_CODES, DatabaseUnavailableError, HalomemError
+from . import startup
 from .common import err, setup_logging
 
 # Every top-level command: (its module, the Typer group it is, or None for commands the module's
@@ -26,6 +27,10 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "conformance": ("conformance_cmds", None), "serve": ("serve_cmds", None), "mcp": ("serve_cmds", None),
     "token": ("token_cmds", "app"),
 }
+# Commands whose first act is booting the kernel or the remote client (common.kernel / common.data),
+# which end start-up themselves (cli/startup.py); any other command ends it before it runs.
+BOOT_FIRST = frozenset({"init", "remember", "supersede", "erase", "history", "ingest", "search", "entity",
+                        "concept", "policy", "audit", "index", "drivers", "token", "serve", "mcp"})
 
 
 def _root(version: bool = typer.Option(False, "--version", is_eager=True, help="Print the version and exit.")) -> None:
@@ -93,12 +98,16 @@ def _fail(kind: str, message: str, code: int, as_json: bool) -> int:
 
 
 def run(argv: list[str] | None = None) -> None:
+    startup.begin()
     setup_logging()
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
     debug = os.environ.get("HALOMEM_DEBUG") == "1"
     try:
-        command = typer.main.get_command(build_app(command_named(args)))
+        named = command_named(args)
+        command = typer.main.get_command(build_app(named))
+        if named not in BOOT_FIRST:
+            startup.end()
         rv = command.main(args=args, prog_name="halomem", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
     except Exit as exc:
@@ -132,6 +141,7 @@ def run(argv: list[str] | None = None) -> None:
         else:
             code = _fail("internal error", f"{type(exc).__name__}: {_one_line(str(exc))}"
                          " (HALOMEM_DEBUG=1 shows the traceback)", 1, as_json)
+    startup.end()
     sys.stdout.flush()
     sys.exit(code)
 
