@@ -113,3 +113,42 @@ def test_the_collector_is_off_only_while_the_process_starts(kernel, cli_env):
                                 timeout=120)
         seen, enabled, frozen = result.stderr.strip().splitlines()[-1].rsplit(" ", 2)
         assert eval(seen) == expected and enabled == "True" and frozen == "True", result.stderr  # noqa: S307
+
+
+def test_lazy_drivers_are_built_once_under_concurrent_first_use():
+    import threading
+
+    from halomem.drivers import DriverRegistry
+
+    built, discovered = [], []
+
+    class Slow:
+        name = "slow"
+
+        def plan(self, q):  # noqa: ANN001, ANN201
+            return []
+
+    def factory():  # noqa: ANN202
+        built.append(1)
+        threading.Event().wait(0.05)
+        return Slow()
+
+    registry = DriverRegistry()
+    registry.mount_lazy("slow", factory)
+
+    def discover() -> None:
+        threading.Event().wait(0.05)
+        discovered.append(1)
+        registry.mount_lazy("plugin", factory)
+
+    registry.discover_later(discover)
+    seen: list[object] = []
+    threads = [threading.Thread(target=lambda: seen.append((registry.get("slow"), registry.has("plugin"))))
+               for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(built) == 1 and len(discovered) == 1
+    assert len({id(d) for d, _ in seen}) == 1 and all(found for _, found in seen)
+    assert registry.names() == ["plugin", "slow"] and registry.built() == [seen[0][0]]

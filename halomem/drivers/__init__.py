@@ -5,6 +5,7 @@ DriverUnavailableError. Ranking is theirs; custody (ACL, writes, audit) is the k
 """
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
 from ..types import RetrieverDriver
@@ -19,7 +20,9 @@ class DriverRegistry:
 
     A driver may be mounted by name with a factory that builds it on first use, and plugin
     discovery may be deferred until a name is looked up that is not known yet: a one-shot
-    `halomem search` imports only the driver that serves it.
+    `halomem search` imports only the driver that serves it. Building and discovering hold a
+    lock: a server's first concurrent requests build a driver once and never see a half-done
+    discovery.
     """
 
     FALLBACK = "baseline"
@@ -28,6 +31,7 @@ class DriverRegistry:
         self._drivers: dict[str, RetrieverDriver] = {}
         self._factories: dict[str, Callable[[], RetrieverDriver]] = {}
         self._discoveries: list[Callable[[], None]] = []
+        self._lock = threading.RLock()
         self.warn = warn
 
     def mount(self, driver: RetrieverDriver) -> None:
@@ -48,8 +52,9 @@ class DriverRegistry:
         self._discoveries.append(discover)
 
     def _discover(self) -> None:
-        while self._discoveries:
-            self._discoveries.pop(0)()
+        with self._lock:
+            while self._discoveries:
+                self._discoveries.pop(0)()
 
     def unmount(self, name: str) -> None:
         if name == self.FALLBACK:
@@ -60,7 +65,8 @@ class DriverRegistry:
 
     def names(self) -> list[str]:
         self._discover()
-        return sorted({*self._drivers, *self._factories})
+        with self._lock:
+            return sorted({*self._drivers, *self._factories})
 
     def has(self, name: str) -> bool:
         if name not in self._drivers and name not in self._factories:
@@ -70,13 +76,15 @@ class DriverRegistry:
     def get(self, name: str) -> RetrieverDriver:
         if not self.has(name):
             raise KeyError(name)
-        if name in self._factories:
-            self.mount(self._factories[name]())
-        return self._drivers[name]
+        with self._lock:
+            if name in self._factories:
+                self.mount(self._factories[name]())
+            return self._drivers[name]
 
     def built(self) -> list[RetrieverDriver]:
         """The drivers built so far (what there is to close)."""
-        return list(self._drivers.values())
+        with self._lock:
+            return list(self._drivers.values())
 
     def resolve(self, name: str) -> tuple[RetrieverDriver, bool]:
         """(driver, fell_back): an unmounted name serves baseline and says so."""
