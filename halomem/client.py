@@ -166,7 +166,11 @@ class Client:
             raise DatabaseUnavailableError(f"cannot reach halomem server at {self.url}: {exc}") from None
         if reply.status >= 400:
             raise self._error(reply)
-        return jsonlib.loads(reply.body)
+        try:
+            return jsonlib.loads(reply.body)
+        except ValueError:
+            raise DatabaseUnavailableError(f"{self.url} answered HTTP {reply.status} without JSON: is it a "
+                                           "halomem server?") from None
 
     @staticmethod
     def _error(reply: Reply) -> HalomemError:

@@ -152,3 +152,33 @@ def test_lazy_drivers_are_built_once_under_concurrent_first_use():
     assert len(built) == 1 and len(discovered) == 1
     assert len({id(d) for d, _ in seen}) == 1 and all(found for _, found in seen)
     assert registry.names() == ["plugin", "slow"] and registry.built() == [seen[0][0]]
+
+
+def test_a_server_that_is_not_halomem_is_one_clear_error(tmp_path):
+    import http.server
+    import threading
+
+    class Html(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = b"<html>a proxy's login page</html>"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Html)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        for client in (Client(url, "hm_x"), Client.for_cli(url, "hm_x")):
+            try:
+                client.search("x")
+            except Exception as exc:  # noqa: BLE001
+                assert type(exc).__name__ == "DatabaseUnavailableError" and "without JSON" in str(exc)
+            else:
+                raise AssertionError("an HTML answer was taken for a search result")
+    finally:
+        server.shutdown()
