@@ -41,7 +41,8 @@ def _tuned_server(pg: ModuleType, pgdata: Path, cleanup_mode: str | None) -> Any
     if server.pgdata in pg.PostgresServer._instances:
         return server  # already started by this process
     with pg.PostgresServer._lock:
-        server.ensure_pgdata_inited()
+        if not (server.pgdata / "PG_VERSION").exists():  # initdb now, so the settings precede the first start
+            server.ensure_pgdata_inited()  # (start() runs it too: as root it re-chmods ~470 files each time)
         tuning.apply(server.pgdata)
     server.start()
     return server
