@@ -67,19 +67,18 @@ class PooledTransport:
                  transport: "httpx2.BaseTransport | None" = None) -> None:
         import httpx2
 
+        self._httpx = httpx2
         # plain http has no certificates to verify: skip loading the CA bundle
         verify = not url.startswith("http://")
         self._http = httpx2.Client(base_url=url, timeout=timeout, transport=transport, verify=verify,
                                    headers=headers)
 
     def send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> Reply:
-        import httpx2
-
         try:
             response = self._http.request(method, path, content=body, headers=headers)
-        except httpx2.TimeoutException:
+        except self._httpx.TimeoutException:
             raise TimeoutError from None
-        except httpx2.HTTPError as exc:
+        except self._httpx.HTTPError as exc:
             raise ConnectionError(type(exc).__name__) from None
         return Reply(response.status_code, response.content)
 

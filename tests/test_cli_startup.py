@@ -3,14 +3,25 @@
 The command table in halomem.cli.main must match the tree it builds, a local search must not
 import numpy, the sandbox, other drivers or other commands' modules, and the remote CLI's direct
 HTTP transport must answer exactly as the pooled httpx2 client does."""
+import re
 import subprocess
 import sys
 
+import pytest
 import typer
 
 from halomem.cli.main import COMMANDS, build_app, command_named
 from halomem.client import Client, DirectTransport, PooledTransport
+from halomem.errors import DatabaseUnavailableError, NotFoundError
 from tests.conftest import make_token
+
+
+def _fail_alike(clients, call, error: type, text: str | None = None) -> None:  # noqa: ANN001
+    """Every transport raises exactly ``error`` (not a subclass), its message holding ``text``."""
+    for client in clients:
+        with pytest.raises(error, match=None if text is None else re.escape(text)) as raised:
+            call(client)
+        assert type(raised.value) is error
 
 
 def test_the_command_table_is_the_tree():
@@ -67,26 +78,16 @@ def test_direct_and_pooled_transports_answer_the_same(api_server, kernel, monkey
         assert [(h.id, h.score) for h in a.hits] == [(h.id, h.score) for h in b.hits] and a.hits
         report = direct.ingest_bytes(b'{"content": "one"}\nnot json\n', skip_bad=True)
         assert report.written == 1 and [line for line, _ in report.skipped] == [2]
-        for client in (pooled, direct):  # the same error class from the same problem+json
-            try:
-                client.history("m_nope")
-            except Exception as exc:  # noqa: BLE001
-                assert type(exc).__name__ == "NotFoundError"
-            else:
-                raise AssertionError("history of a missing id answered")
+        # the same error class from the same problem+json
+        _fail_alike((pooled, direct), lambda c: c.history("m_nope"), NotFoundError)
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
     with Client.for_cli(api_server.url, token) as proxied:
         assert isinstance(proxied._http, PooledTransport)  # a proxy is httpx2's job
 
 
 def test_an_unreachable_server_is_the_same_error_through_both_transports():
-    for client in (Client("http://127.0.0.1:9", "hm_x"), Client.for_cli("http://127.0.0.1:9", "hm_x")):
-        try:
-            client.search("x")
-        except Exception as exc:  # noqa: BLE001
-            assert type(exc).__name__ == "DatabaseUnavailableError" and "127.0.0.1:9" in str(exc)
-        else:
-            raise AssertionError("an unreachable server answered")
+    clients = (Client("http://127.0.0.1:9", "hm_x"), Client.for_cli("http://127.0.0.1:9", "hm_x"))
+    _fail_alike(clients, lambda c: c.search("x"), DatabaseUnavailableError, "127.0.0.1:9")
 
 
 def test_the_collector_is_off_only_while_the_process_starts(kernel, cli_env):
@@ -173,12 +174,7 @@ def test_a_server_that_is_not_halomem_is_one_clear_error(tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_port}"
-        for client in (Client(url, "hm_x"), Client.for_cli(url, "hm_x")):
-            try:
-                client.search("x")
-            except Exception as exc:  # noqa: BLE001
-                assert type(exc).__name__ == "DatabaseUnavailableError" and "without JSON" in str(exc)
-            else:
-                raise AssertionError("an HTML answer was taken for a search result")
+        _fail_alike((Client(url, "hm_x"), Client.for_cli(url, "hm_x")), lambda c: c.search("x"),
+                    DatabaseUnavailableError, "without JSON")
     finally:
         server.shutdown()
