@@ -85,6 +85,9 @@ class Candidate:
     source: str | None = None  # where the memory came from (a session, a document); optional context
     # lexical_candidates only: the row's BM25 over the corpus the caller may see (None elsewhere)
     score: float | None = None
+    # its place among its source's memories (1 = written first; None without a source): the memories
+    # at position +/- 1 of the same source are its neighbours (the turn before and after, the next chunk)
+    position: int | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,7 @@ class VectorHit:
     content: str
     score: float  # cosine similarity
     source: str | None = None
+    position: int | None = None  # as Candidate.position
 
 
 @dataclass(frozen=True)

@@ -206,12 +206,21 @@ def _v5_lexicon(conn: Connection, dim: int) -> None:
         " FROM memories WHERE t_valid_to IS NULL AND erased_at IS NULL GROUP BY 1")
 
 
+def _v6_source_positions(conn: Connection, dim: int) -> None:
+    """Each memory's place among its source's memories (write.places). Rows stored before have no
+    known order (one transaction stamps a batch with one time, and ids are random): they stay NULL."""
+    conn.exec_driver_sql("ALTER TABLE memories ADD COLUMN IF NOT EXISTS position integer")
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS memories_source_position_idx ON memories"
+                         " (namespace, source, position) WHERE source IS NOT NULL")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (1, "initial schema", _v1_initial),
     (2, "select-only reader role", _v2_reader_role),
     (3, "agent principals", _v3_principals),
     (4, "ingest keys", _v4_ingest_keys),
     (5, "lexical statistics", _v5_lexicon),
+    (6, "source positions", _v6_source_positions),
 ]
 LATEST = MIGRATIONS[-1][0]
 

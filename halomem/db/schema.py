@@ -34,6 +34,8 @@ memories = sa.Table(
     sa.Column("content_tsv", TSVECTOR,
               sa.Computed(f"to_tsvector('{TEXT_SEARCH_CONFIG}', content)", persisted=True)),
     sa.Column("key", sa.Text, nullable=True),  # an ingest key: unique among a namespace's live rows
+    # the row's place among its source's memories in its namespace (halomem.write.places), or NULL
+    sa.Column("position", sa.Integer, nullable=True),
     # BM25's per-row inputs, prepared once at write time (halomem.index.lexical): each lexeme's count
     # as a sparse vector (dimension: halomem_term_dim, db.migrations) and the row's length in lexemes
     sa.Column("term_counts", SPARSEVEC,

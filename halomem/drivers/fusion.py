@@ -7,19 +7,22 @@ Differences from baseline, each a standard IR adjustment rather than a fit to on
   (memories are short, so length normalization matters less); the host's own BM25 otherwise;
 - min-max merge weighted 0.6 lexical / 0.4 cosine (exact terms such as names and dates carry
   more evidence than a small sentence encoder's similarity);
+- neighbour context: a memory is raised by the better score of the memories just before and after
+  it in its source (Candidate.position): a reply whose words are in the turn it answers, a chunk
+  that continues the one naming its subject;
 - source context: a memory is raised by the best score among other memories of its source (the
   turns of one session, the chunks of one document), the passage-retrieval rule of combining a
   passage's score with its document's. Memories without a source are ranked as before;
 - L3 concepts that strongly match are fused in by rank (retrieval.concepts), as in baseline.
-Measured on LoCoMo (categories 1-4, MiniLM): R@10 0.729, nDCG@10 0.549 vs baseline 0.665 / 0.495
-(docs/bench/quality-locomo.md). The weights were chosen on LoCoMo: treat them as a start.
+Measured on LoCoMo (categories 1-4, MiniLM; docs/bench/quality-locomo.md). The weights were chosen
+on LoCoMo: treat them as a start.
 
 DRIVER BOUNDARY: imports only halomem.types and halomem.retrieval.
 """
 from __future__ import annotations
 
 from halomem.retrieval.concepts import with_concepts
-from halomem.retrieval import gather_pool, hybrid_merge, with_source_context
+from halomem.retrieval import gather_pool, hybrid_merge, with_neighbour_context, with_source_context
 from halomem.types import Capabilities, RetrieverQuery, ScoredRef, estimate_tokens, fit_budget, rank_key
 
 VECTOR_K = 200
@@ -28,6 +31,7 @@ COSINE_WEIGHT = 0.4
 BM25_K1 = 1.5
 BM25_B = 0.3
 SOURCE_CONTEXT_WEIGHT = 0.5
+NEIGHBOUR_CONTEXT_WEIGHT = 0.3
 
 
 class FusionDriver:
@@ -42,7 +46,8 @@ class FusionDriver:
         pool = gather_pool(q.view, q.query, max(VECTOR_K, q.k))
         lexical = pool.lexical_scores(q.query, k1=BM25_K1, b=BM25_B)
         merged = hybrid_merge([(pool.cosine, COSINE_WEIGHT), (lexical, LEXICAL_WEIGHT)])
-        final = with_source_context(merged, pool.source, SOURCE_CONTEXT_WEIGHT)
+        beside = with_neighbour_context(merged, pool.source, pool.position, NEIGHBOUR_CONTEXT_WEIGHT)
+        final = with_source_context(beside, pool.source, SOURCE_CONTEXT_WEIGHT)
         scored = [ScoredRef(ref, "L2", ref, s, pool.content[ref], estimate_tokens(pool.content[ref]))
                   for ref, s in final.items()]
         return fit_budget(with_concepts(sorted(scored, key=rank_key), q.view, q.query, q.k), q.k, q.token_budget)

@@ -151,10 +151,10 @@ def ranked(conn: Connection, scope: Scope, groups: list[list[str]], text: str, l
     found = sa.union(*branches).subquery("found")
     score = _bm25(stats, terms, found).label("score")
     top = sa.select(found.c.id, score).order_by(score.desc(), found.c.id).limit(limit).subquery("top")
-    stmt = (sa.select(memories.c.id, memories.c.content, memories.c.source, top.c.score)
+    stmt = (sa.select(memories.c.id, memories.c.content, memories.c.source, top.c.score, memories.c.position)
             .join_from(top, memories, memories.c.id == top.c.id)
             .order_by(top.c.score.desc(), memories.c.id))
-    return [Candidate(r.id, r.content, r.source, float(r.score)) for r in conn.execute(stmt)]
+    return [Candidate(r.id, r.content, r.source, float(r.score), r.position) for r in conn.execute(stmt)]
 
 
 def _bm25(stats: Statistics, terms: Sequence[QueryTerm], found: sa.Subquery) -> sa.ColumnElement[float]:

@@ -65,9 +65,10 @@ class IndexReader:
 
     # --- L2 memories -------------------------------------------------------------------------
     def candidates(self, scope: Scope, limit: int) -> list[Candidate]:
-        stmt = (sa.select(memories.c.id, memories.c.content, memories.c.source).where(visible(memories, scope))
+        stmt = (sa.select(memories.c.id, memories.c.content, memories.c.source, memories.c.position)
+                .where(visible(memories, scope))
                 .order_by(memories.c.t_valid_from.desc(), memories.c.id).limit(max(0, limit)))
-        return [Candidate(r.id, r.content, r.source) for r in self.conn.execute(stmt)]
+        return [Candidate(r.id, r.content, r.source, position=r.position) for r in self.conn.execute(stmt)]
 
     def lexical_candidates(self, scope: Scope, query: str, limit: int) -> list[Candidate]:
         """Best BM25 first over what ``scope`` may read, scored in the database (index.lexical)."""
@@ -100,7 +101,8 @@ class IndexReader:
                                   " set_config('hnsw.ef_search', :ef, true)"), {"ef": str(ef_search)})
         distance = memories.c.embedding.cosine_distance(list(embedding))
         # one probe per index group: a namespace with its own HNSW index is walked alone
-        probes = [sa.select(memories.c.id, memories.c.content, memories.c.source, distance.label("d"))
+        probes = [sa.select(memories.c.id, memories.c.content, memories.c.source, memories.c.position,
+                            distance.label("d"))
                   .where(visible(memories, scope, within=group), memories.c.embedding.is_not(None))
                   .order_by(distance, memories.c.id).limit(k) for group in self._index_groups(scope)]
         if len(probes) == 1:
@@ -108,7 +110,7 @@ class IndexReader:
         else:
             nearest = sa.union_all(*probes).subquery("nearest")
             stmt = sa.select(nearest).order_by(nearest.c.d, nearest.c.id).limit(k)
-        return [VectorHit(r.id, r.content, 1.0 - float(r.d), r.source) for r in self.conn.execute(stmt)]
+        return [VectorHit(r.id, r.content, 1.0 - float(r.d), r.source, r.position) for r in self.conn.execute(stmt)]
 
     def fetch(self, scope: Scope, ids: Sequence[str], *, live: bool = True) -> dict[str, MemoryRow]:
         if not ids:

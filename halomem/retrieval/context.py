@@ -30,3 +30,28 @@ def with_source_context(scores: Mapping[str, float], source: Mapping[str, str | 
         sibling = next((s for s, r in top_two.get(src, []) if r != ref), 0.0) if src is not None else 0.0
         out[ref] = (score + weight * sibling) / (1.0 + weight)
     return out
+
+
+def with_neighbour_context(scores: Mapping[str, float], source: Mapping[str, str | None],
+                           position: Mapping[str, int | None], weight: float) -> dict[str, float]:
+    """score + weight x (the better score of the memories just before and after it in its source),
+    kept in 0..1.
+
+    The finer half of source context: an answer is often a reply whose words are in the turn it
+    answers ("Yes, last week!"), or a chunk that continues the one that names the subject. Only
+    scored neighbours count. Two visible namespaces may use one source name; their places are
+    counted apart, so a memory of one may then take a neighbour of the other.
+    """
+    at: dict[tuple[str, int], float] = {}
+    for ref, score in scores.items():
+        src, pos = source.get(ref), position.get(ref)
+        if src is not None and pos is not None:
+            at[(src, pos)] = max(score, at.get((src, pos), 0.0))
+    out: dict[str, float] = {}
+    for ref, score in scores.items():
+        src, pos = source.get(ref), position.get(ref)
+        beside = 0.0
+        if src is not None and pos is not None:
+            beside = max(at.get((src, pos - 1), 0.0), at.get((src, pos + 1), 0.0))
+        out[ref] = (score + weight * beside) / (1.0 + weight)
+    return out

@@ -16,11 +16,13 @@ RANKED_LIMIT = 100
 
 @dataclass
 class Pool:
-    """Everything one plan() call may rank: admitted refs with their content, cosine and source."""
+    """Everything one plan() call may rank: admitted refs with their content, cosine, source and
+    place in the source."""
 
     content: dict[str, str] = field(default_factory=dict)
     cosine: dict[str, float] = field(default_factory=dict)  # only the vector lane's rows
     source: dict[str, str | None] = field(default_factory=dict)
+    position: dict[str, int | None] = field(default_factory=dict)
     bm25: dict[str, float] | None = None  # the host's corpus-level BM25 of the lexical rows, if it sent it
 
     def lexical_scores(self, query: str, **bm25_params: float) -> dict[str, float]:
@@ -47,6 +49,7 @@ def gather_pool(view: ScopedView, query: str, vector_k: int, candidate_limit: in
     for c in found:
         pool.content[c.ref] = c.content
         pool.source[c.ref] = getattr(c, "source", None)  # hosts built against v1 may not send it
+        pool.position[c.ref] = getattr(c, "position", None)  # nor this, before schema v6
     if lexical and all(getattr(c, "score", None) is not None for c in found):
         pool.bm25 = {c.ref: float(c.score) for c in found}
     if embedding is None:
@@ -54,6 +57,7 @@ def gather_pool(view: ScopedView, query: str, vector_k: int, candidate_limit: in
     for hit in view.vector_search(embedding, vector_k):
         pool.content.setdefault(hit.ref, hit.content)
         pool.source.setdefault(hit.ref, getattr(hit, "source", None))
+        pool.position.setdefault(hit.ref, getattr(hit, "position", None))
         pool.cosine[hit.ref] = max(pool.cosine.get(hit.ref, 0.0), hit.score)
     return pool
 

@@ -68,7 +68,7 @@ def recv(fd: int, deadline: float | None = None) -> Any:
 # --- the contract's types as rows, in field order (kernel -> worker: trusted; worker -> kernel:
 # validated). Rows rather than objects: a view call can carry thousands, and lists encode faster.
 def candidates_out(items: list[Candidate]) -> list:
-    return [(c.ref, c.content, c.source, c.score) for c in items]
+    return [(c.ref, c.content, c.source, c.score, c.position) for c in items]
 
 
 def corpus_stats_out(stats: CorpusStats) -> list:
@@ -76,7 +76,7 @@ def corpus_stats_out(stats: CorpusStats) -> list:
 
 
 def vector_hits_out(items: list[VectorHit]) -> list:
-    return [(h.ref, h.content, h.score, h.source) for h in items]
+    return [(h.ref, h.content, h.score, h.source, h.position) for h in items]
 
 
 def entity_facts_out(items: list[EntityFact]) -> list:

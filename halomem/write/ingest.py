@@ -22,7 +22,7 @@ from ..index import IndexReader, Scope
 from ..results import IngestReport  # noqa: F401 - re-exported
 from ..types import Namespace
 from .mentions import mentioned_entities
-from . import lexicon
+from . import lexicon, places
 from .validate import check_content, check_provenance, check_source
 from .writer import new_memory_id, new_request_id
 
@@ -238,34 +238,38 @@ def bulk_apply(engine: Any, embedder: Embedder, ns: Namespace, rows: list[Parsed
 def _apply(conn: Any, ns: Namespace, rows: list[ParsedRow], vectors: list[str], label: str,
            request_id: str) -> Applied:
     keys = [r.key for r in rows if r.key is not None]
-    live: dict[str, tuple[str, str]] = {}
+    live: dict[str, Any] = {}
     if keys:  # lock the live rows these keys name: a concurrent ingest of the same keys waits
-        found = conn.execute(sa.select(memories.c.key, memories.c.id, memories.c.content)
+        found = conn.execute(sa.select(memories.c.key, memories.c.id, memories.c.content, memories.c.source,
+                                       memories.c.position)
                              .where(memories.c.namespace == ns.path, memories.c.key.in_(keys),
                                     memories.c.t_valid_to.is_(None), memories.c.erased_at.is_(None))
                              .with_for_update())
-        live = {r.key: (r.id, r.content) for r in found}
+        live = {r.key: r for r in found}
     applied = Applied([], [], [])
     new: list[tuple[str, ParsedRow, str, str | None]] = []
+    kept: list[int | None] = []  # a superseding row of the same source keeps its predecessor's place
     for row, vec in zip(rows, vectors):
         old = live.get(row.key) if row.key is not None else None
-        if old is not None and old[1] == row.content:
-            applied.unchanged.append(old[0])
+        if old is not None and old.content == row.content:
+            applied.unchanged.append(old.id)
             continue
         memory_id = new_memory_id()
-        new.append((memory_id, row, vec, old[0] if old else None))
+        new.append((memory_id, row, vec, old.id if old else None))
+        kept.append(old.position if old is not None and old.source == row.source else None)
         applied.written.append(memory_id)
         if old:
-            applied.superseded.append((old[0], memory_id))
+            applied.superseded.append((old.id, memory_id))
     for old_id, new_id in applied.superseded:  # close the old heads first: one live row per key
         conn.execute(sa.update(memories).where(memories.c.id == old_id)
                      .values(t_valid_to=sa.func.now(), superseded_by=new_id))
+    positions = places.assign(conn, ns.path, [row.source for _, row, _, _ in new], kept)
     known = IndexReader(conn).visible_entities(Scope(ns))
     cursor = conn.connection.driver_connection.cursor()
-    with cursor.copy("COPY memories (id, namespace, content, embedding, source, provenance, key, supersedes)"
-                     " FROM STDIN") as cp:
-        for memory_id, row, vec, supersedes in new:
-            cp.write_row((memory_id, ns.path, row.content, vec, row.source,
+    with cursor.copy("COPY memories (id, namespace, content, embedding, source, position, provenance, key,"
+                     " supersedes) FROM STDIN") as cp:
+        for (memory_id, row, vec, supersedes), position in zip(new, positions):
+            cp.write_row((memory_id, ns.path, row.content, vec, row.source, position,
                           json.dumps(row.provenance, ensure_ascii=False), row.key, supersedes))
     if known:
         with cursor.copy("COPY mentions (memory_id, entity_id) FROM STDIN") as cp:

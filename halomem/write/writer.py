@@ -19,7 +19,7 @@ from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..index import IndexReader, Scope, in_subtree
 from ..results import NewMemory
 from ..types import Namespace
-from . import lexicon
+from . import lexicon, places
 from .mentions import forget_mentions, mentioned_entities, record_mentions
 from .validate import check_content, check_provenance, check_source
 
@@ -42,7 +42,8 @@ class Writer:
         content, source, provenance, embedding = self._prepare(content, source, provenance)
         memory_id = new_memory_id()
         with self.engine.begin() as conn:
-            self._insert(conn, ns, memory_id, content, embedding, source, provenance, supersedes=None)
+            [position] = places.assign(conn, ns.path, [source])
+            self._insert(conn, ns, memory_id, content, embedding, source, position, provenance, supersedes=None)
             lexicon.count(conn, added=[memory_id])
             audit.append(conn, ns.path, "remember", f"remember ok id={memory_id}",  # ids only: erasable data stays out
                          request_id or new_request_id())
@@ -57,10 +58,11 @@ class Writer:
         return content, source, provenance, embedding
 
     def _insert(self, conn: Connection, ns: Namespace, memory_id: str, content: str, embedding: Sequence[float],
-                source: str | None, provenance: dict[str, Any], supersedes: str | None) -> None:
+                source: str | None, position: int | None, provenance: dict[str, Any],
+                supersedes: str | None) -> None:
         conn.execute(memories.insert().values(
             id=memory_id, namespace=ns.path, content=content, embedding=list(embedding), source=source,
-            provenance=provenance, supersedes=supersedes,
+            position=position, provenance=provenance, supersedes=supersedes,
             t_valid_from=sa.func.now()))
         known = IndexReader(conn).visible_entities(Scope(ns))
         record_mentions(conn, ((memory_id, e) for e in mentioned_entities(content, known)))
@@ -76,11 +78,13 @@ class Writer:
                 .where(memories.c.id == old_id, memories.c.namespace == ns.path,
                        memories.c.t_valid_to.is_(None), memories.c.erased_at.is_(None))
                 .values(t_valid_to=sa.func.now(), superseded_by=memory_id)
-                .returning(memories.c.source)).first()
+                .returning(memories.c.source, memories.c.position)).first()
             if closed is None:
                 self._explain_not_head(conn, ns, old_id)
             source = source or closed.source
-            self._insert(conn, ns, memory_id, content, embedding, source, provenance, supersedes=old_id)
+            [position] = places.assign(conn, ns.path, [source],
+                                       [closed.position if source == closed.source else None])
+            self._insert(conn, ns, memory_id, content, embedding, source, position, provenance, supersedes=old_id)
             lexicon.count(conn, added=[memory_id], retired=[old_id])
             audit.append(conn, ns.path, "supersede", f"supersede ok old={old_id} new={memory_id}",
                          request_id or new_request_id())
@@ -111,7 +115,7 @@ class Writer:
             done = conn.execute(
                 sa.update(memories)
                 .where(memories.c.id == memory_id, memories.c.namespace == ns.path, memories.c.erased_at.is_(None))
-                .values(content="", embedding=None, source=None, key=None, erased_at=sa.func.now(),
+                .values(content="", embedding=None, source=None, position=None, key=None, erased_at=sa.func.now(),
                         t_valid_to=sa.func.coalesce(memories.c.t_valid_to, sa.func.now()),
                         provenance=sa.text("'{}'::jsonb"))
                 .returning(memories.c.id)).first()
