@@ -151,8 +151,9 @@ class Kernel:
         return replace(made, request_id=request_id)
 
     def erase(self, ns: str | Namespace, memory_id: str, *, reason: str = "", request_id: str | None = None) -> None:
-        """Remove a memory's content, vector, source, provenance and mentions; keep a tombstone (id,
-        namespace, validity times) and an audit row with ids only. ``purge`` then rewrites the files."""
+        """Remove a memory's content, vector, source (and its place in it), provenance and mentions; keep
+        a tombstone (id, namespace, validity times) and an audit row with ids only. ``purge`` then
+        rewrites the files."""
         self.writer.erase(namespace(ns), memory_id, reason=reason, request_id=request_id)
 
     def purge(self) -> None:
