@@ -10,6 +10,11 @@ from __future__ import annotations
 from typing import Mapping
 
 
+def _raised(score: float, context: float, weight: float) -> float:
+    """A 0..1 score raised by a 0..1 context score, kept in 0..1."""
+    return (score + weight * context) / (1.0 + weight)
+
+
 def with_source_context(scores: Mapping[str, float], source: Mapping[str, str | None],
                         weight: float) -> dict[str, float]:
     """score + weight x (best score among *other* scored memories of the same source), kept in 0..1.
@@ -28,7 +33,7 @@ def with_source_context(scores: Mapping[str, float], source: Mapping[str, str | 
     for ref, score in scores.items():
         src = source.get(ref)
         sibling = next((s for s, r in top_two.get(src, []) if r != ref), 0.0) if src is not None else 0.0
-        out[ref] = (score + weight * sibling) / (1.0 + weight)
+        out[ref] = _raised(score, sibling, weight)
     return out
 
 
@@ -53,5 +58,5 @@ def with_neighbour_context(scores: Mapping[str, float], source: Mapping[str, str
         beside = 0.0
         if src is not None and pos is not None:
             beside = max(at.get((src, pos - 1), 0.0), at.get((src, pos + 1), 0.0))
-        out[ref] = (score + weight * beside) / (1.0 + weight)
+        out[ref] = _raised(score, beside, weight)
     return out
