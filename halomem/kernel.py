@@ -401,12 +401,18 @@ class Kernel:
     # --- namespace indexes (see db.migrations.create_namespace_indexes) ---------------------
     def index_namespace(self, ns: str | Namespace) -> bool:
         """Give one large namespace its own partial HNSW and GIN indexes; False if it had them."""
-        with self.engine.begin() as conn:
-            return migrations.create_namespace_indexes(conn, namespace(ns))
+        try:
+            with self.engine.begin() as conn:
+                return migrations.create_namespace_indexes(conn, namespace(ns))
+        finally:
+            self.index.catalog.forget()
 
     def drop_namespace_index(self, ns: str | Namespace) -> bool:
-        with self.engine.begin() as conn:
-            return migrations.drop_namespace_indexes(conn, namespace(ns))
+        try:
+            with self.engine.begin() as conn:
+                return migrations.drop_namespace_indexes(conn, namespace(ns))
+        finally:
+            self.index.catalog.forget()
 
     def namespace_indexes(self) -> list[str]:
         with self.engine.connect() as conn:

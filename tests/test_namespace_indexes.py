@@ -105,3 +105,47 @@ def test_index_cli(cli, corpus):
     assert bad.returncode == 3 and bad.stderr.count("\n") == 1 and "empty segment" in bad.stderr
     gone = cli("index", "drop", "--ns", "acme/eng", "--json")
     assert json.loads(gone.stdout) == {"namespace": "acme/eng", "dropped": True}
+
+
+def test_readers_share_what_they_learn_of_namespace_indexes(corpus):
+    """The catalog is asked once per namespace and TTL, not on every plan(); this process's own
+    create and drop are seen at once, another process's within the TTL."""
+    import sqlalchemy as sa
+
+    from halomem.db.migrations import drop_namespace_indexes
+    from halomem.index.catalog import NamespaceIndexCatalog
+
+    asked = []
+
+    def count(conn, cursor, statement, parameters, context, executemany):  # noqa: ANN001
+        if "pg_index" in statement:
+            asked.append(parameters)
+
+    sa.event.listen(corpus.index.engine, "before_cursor_execute", count)
+    try:
+        before = _answers(corpus, "acme/eng")
+        for _ in range(3):
+            assert _answers(corpus, "acme/eng") == before
+        assert len(asked) == 1  # the first reader asked; the next three knew
+        assert corpus.index_namespace("acme/eng")
+        assert _answers(corpus, "acme/eng") == before
+        assert len(asked) == 2  # our own create was seen at once
+        with corpus.index.engine.connect() as conn:
+            assert corpus.index.catalog.own_indexes(conn, ["acme", "acme/eng"]) == {"acme": False, "acme/eng": True}
+    finally:
+        sa.event.remove(corpus.index.engine, "before_cursor_execute", count)
+
+    now = [0.0]
+    catalog = NamespaceIndexCatalog(ttl=30.0, clock=lambda: now[0])
+    with corpus.engine.connect() as conn:
+        assert catalog.own_indexes(conn, ["acme/eng"]) == {"acme/eng": True}
+    with corpus.engine.begin() as conn:  # as another process would: dropped behind the catalogs' back
+        assert drop_namespace_indexes(conn, Namespace("acme/eng"))
+    with corpus.engine.connect() as conn:
+        now[0] = 29.0
+        assert catalog.own_indexes(conn, ["acme/eng"]) == {"acme/eng": True}  # still believed
+        now[0] = 31.0
+        assert catalog.own_indexes(conn, ["acme/eng"]) == {"acme/eng": False}  # noticed after the TTL
+    with corpus.engine.connect() as conn:  # the kernel's catalog still believes in the dropped indexes
+        assert corpus.index.catalog.own_indexes(conn, ["acme/eng"]) == {"acme/eng": True}
+    assert _answers(corpus, "acme/eng") == before  # a stale belief changes the speed, not the answers

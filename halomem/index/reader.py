@@ -7,13 +7,12 @@ from typing import Any, Iterator, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..db.migrations import valid_indexes
-from ..db.schema import (TEXT_SEARCH_CONFIG, concepts, entities, entity_aliases, memories, mentions,
-                         namespace_index_names)
+from ..db.schema import TEXT_SEARCH_CONFIG, concepts, entities, entity_aliases, memories, mentions
 from ..embed.tokenize import terms, word_boundary_pattern
 from ..types import Candidate, CorpusStats, EntityFact, ScoredRef, VectorHit, estimate_tokens
 from . import lexical
 from .acl import Scope, visible
+from .catalog import NamespaceIndexCatalog
 from ..results import MemoryRow
 
 
@@ -25,6 +24,10 @@ MAX_QUERY_TERMS = 64
 CONCEPT_MIN_COSINE = 0.35  # without a shared lexeme, a concept must at least be this close in meaning
 MAX_FACTS_PER_HOP = 200
 HNSW_EF_SEARCH_MIN, HNSW_EF_SEARCH_MAX = 40, 1000  # pgvector's default and its upper bound
+# how every reader walks the HNSW graph: keep scanning until k rows pass the ACL filter (pgvector
+# >= 0.8), with a candidate list as long as the LIMIT (pgvector's advice); set per transaction
+_HNSW_SETTINGS = ("SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
+                  " set_config('hnsw.ef_search', '{ef}', true)")
 _ROW_COLUMNS = [memories.c[name] for name in MemoryRow.__dataclass_fields__]
 
 
@@ -46,21 +49,21 @@ def or_tsquery(text: str) -> sa.ColumnElement[Any] | None:
 class IndexReader:
     """Read methods bound to one connection (a READ ONLY transaction when serving a driver)."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, catalog: NamespaceIndexCatalog | None = None,
+                 ef_search: int | None = None) -> None:
+        """``catalog``: shared knowledge of namespace indexes (a private one checks once per
+        reader); ``ef_search``: what this transaction already set (MemoryIndex.reader sets it)."""
         self.conn = conn
-        self._own_indexes: dict[str, bool] = {}
+        self._catalog = catalog or NamespaceIndexCatalog(ttl=float("inf"))
+        self._ef_search = ef_search
 
     def _index_groups(self, scope: Scope) -> list[list[str]]:
         """The caller's lineage split the way the indexes are: a group for each namespace with its
         own partial indexes (db.migrations.create_namespace_indexes), one for the rest."""
         lineage = scope.namespace.lineage()
-        unknown = [ns for ns in lineage if ns not in self._own_indexes]
-        if unknown:
-            names = {ns: namespace_index_names(ns) for ns in unknown}
-            found = valid_indexes(self.conn, [n for pair in names.values() for n in pair])
-            self._own_indexes.update({ns: set(pair) <= found for ns, pair in names.items()})
-        own = [[ns] for ns in lineage if self._own_indexes[ns]]
-        rest = [ns for ns in lineage if not self._own_indexes[ns]]
+        has_own = self._catalog.own_indexes(self.conn, lineage)
+        own = [[ns] for ns in lineage if has_own[ns]]
+        rest = [ns for ns in lineage if not has_own[ns]]
         return own + ([rest] if rest else [])
 
     # --- L2 memories -------------------------------------------------------------------------
@@ -92,13 +95,13 @@ class IndexReader:
     def vector_search(self, scope: Scope, embedding: Sequence[float], k: int) -> list[VectorHit]:
         if k <= 0:
             return []
-        # keep scanning the HNSW graph until k rows pass the ACL filter (pgvector >= 0.8), with a
-        # candidate list as long as the LIMIT (pgvector's advice): for a 200-row lane the default
-        # of 40 made the scan resume again and again, slower (22 vs 8 ms p50 on 20k long
-        # documents) and further from the exact neighbours (recall 0.81 vs 0.92)
+        # for a 200-row lane the default ef_search of 40 made the scan resume again and again,
+        # slower (22 vs 8 ms p50 on 20k long documents) and further from the exact neighbours
+        # (recall 0.81 vs 0.92)
         ef_search = min(max(int(k), HNSW_EF_SEARCH_MIN), HNSW_EF_SEARCH_MAX)
-        self.conn.execute(sa.text("SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
-                                  " set_config('hnsw.ef_search', :ef, true)"), {"ef": str(ef_search)})
+        if ef_search != self._ef_search:
+            self.conn.exec_driver_sql(_HNSW_SETTINGS.format(ef=ef_search))
+            self._ef_search = ef_search
         distance = memories.c.embedding.cosine_distance(list(embedding))
         # one probe per index group: a namespace with its own HNSW index is walked alone
         probes = [sa.select(memories.c.id, memories.c.content, memories.c.source, memories.c.position,
@@ -209,11 +212,16 @@ class MemoryIndex:
 
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
+        self.catalog = NamespaceIndexCatalog()
 
     @contextmanager
     def reader(self, *, read_only: bool = True) -> Iterator[IndexReader]:
         with self.engine.connect() as conn:
             with conn.begin():
-                if read_only:
-                    conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-                yield IndexReader(conn)
+                if not read_only:
+                    yield IndexReader(conn, self.catalog)
+                    return
+                # one round trip: the transaction's mode and the HNSW settings of the common probe
+                # (several statements without parameters go as one simple query)
+                conn.exec_driver_sql("SET TRANSACTION READ ONLY; " + _HNSW_SETTINGS.format(ef=HNSW_EF_SEARCH_MIN))
+                yield IndexReader(conn, self.catalog, ef_search=HNSW_EF_SEARCH_MIN)
