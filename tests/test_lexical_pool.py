@@ -47,3 +47,18 @@ def test_single_term_queries_and_empty_queries(kernel, crowded, small_bounds):
     _, own = crowded
     assert set(own) <= set(_pool(kernel, "acme/eng", "kafka"))
     assert _pool(kernel, "acme/eng", "?!") == [] and _pool(kernel, "acme/eng", "kafka", limit=0) == []
+
+
+def test_queries_of_one_shape_share_a_statement_but_not_their_values(kernel):
+    """ranked() builds its statement once per caller and query shape: a second query of the same
+    shape (as many lexemes, as rare) must rank by its own lexemes, a source-scoped caller by its sources."""
+    kernel.ingest_texts("acme", ["the quasar telescope log", "the nebula camera log"], label="test")
+    kernel.ingest_texts("acme", ["the quasar camera manual"], source="manuals", label="test")
+    with kernel.index.reader() as reader:
+        first = [c.content for c in reader.lexical_candidates(Scope(Namespace("acme")), "quasar telescope", 10)]
+        second = [c.content for c in reader.lexical_candidates(Scope(Namespace("acme")), "nebula camera", 10)]
+        scoped = [c.content for c in reader.lexical_candidates(Scope(Namespace("acme"), ("manuals",)), "nebula camera", 10)]
+    assert first[0] == "the quasar telescope log" and "the nebula camera log" not in first
+    assert second[0] == "the nebula camera log" and "the quasar telescope log" not in second
+    assert scoped == ["the quasar camera manual"]
+    assert lexical._ranking_statement.cache_info().hits >= 1

@@ -17,11 +17,13 @@ matches, the ranking is exact.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import sqlalchemy as sa
+from pgvector.sqlalchemy import SPARSEVEC
 from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
 from sqlalchemy.engine import Connection
 
@@ -77,24 +79,29 @@ def _as_tsquery(lexemes: Sequence[str], operator: str) -> sa.ColumnElement[Any]:
 def statistics(conn: Connection, scope: Scope, text: str) -> Statistics:
     """The lexemes of ``text`` with their document frequency, and the document count and total
     length, over the rows ``scope`` may read."""
-    q = sa.select(sa.func.unnest(_lexemes(text)).label("lexeme")).subquery("q")
     if scope.source_scoped:
+        q = sa.select(sa.func.unnest(_lexemes(text)).label("lexeme")).subquery("q")
         return _counted_statistics(conn, scope, q)
-    lineage = scope.namespace.lineage()
-    wanted = sa.union_all(sa.select(q.c.lexeme), sa.select(sa.literal("").label("lexeme"))).subquery("w")
-    stmt = (sa.select(wanted.c.lexeme, sa.func.halomem_term_dim(wanted.c.lexeme).label("dim"),
-                      sa.func.coalesce(sa.func.sum(lexicon.c.docs), 0).label("docs"),
-                      sa.func.coalesce(sa.func.sum(lexicon.c.tokens), 0).label("tokens"))
-            .select_from(wanted.outerjoin(lexicon, sa.and_(lexicon.c.lexeme == wanted.c.lexeme,
-                                                           lexicon.c.namespace.in_(lineage))))
-            .group_by(wanted.c.lexeme))
     documents, total, terms = 0, 0, []
-    for r in conn.execute(stmt):
+    for r in conn.execute(_statistics_statement(tuple(scope.namespace.lineage())), {"text": text}):
         if r.lexeme == "":
             documents, total = int(r.docs), int(r.tokens)
         else:
             terms.append(QueryTerm(r.lexeme, int(r.dim), int(r.docs)))
     return Statistics(documents, total, sorted(terms, key=lambda t: (t.docs, t.lexeme)))
+
+
+@functools.lru_cache(maxsize=256)
+def _statistics_statement(lineage: tuple[str, ...]) -> sa.Select[Any]:
+    """statistics() for callers with this lineage, the text a parameter (built once, as in ranked)."""
+    q = sa.select(sa.func.unnest(_lexemes(sa.bindparam("text", type_=sa.Text))).label("lexeme")).subquery("q")
+    wanted = sa.union_all(sa.select(q.c.lexeme), sa.select(sa.literal("").label("lexeme"))).subquery("w")
+    return (sa.select(wanted.c.lexeme, sa.func.halomem_term_dim(wanted.c.lexeme).label("dim"),
+                      sa.func.coalesce(sa.func.sum(lexicon.c.docs), 0).label("docs"),
+                      sa.func.coalesce(sa.func.sum(lexicon.c.tokens), 0).label("tokens"))
+            .select_from(wanted.outerjoin(lexicon, sa.and_(lexicon.c.lexeme == wanted.c.lexeme,
+                                                           lexicon.c.namespace.in_(list(lineage)))))
+            .group_by(wanted.c.lexeme))
 
 
 def _counted_statistics(conn: Connection, scope: Scope, q: sa.Subquery) -> Statistics:
@@ -128,41 +135,61 @@ def ranked(conn: Connection, scope: Scope, groups: list[list[str]], text: str, l
         if term.docs > RARE_TERM_DOCS or sum(t.docs for t in rare) + term.docs > RARE_DOCS:
             break
         rare.append(term)
+    common = terms[len(rare):]
+    stmt = _ranking_statement(scope, tuple(map(tuple, groups)), len(terms), len(rare), limit, COMMON_CAP)
+    avgdl = stats.average_length or 1.0
+    values: dict[str, Any] = {
+        "all_terms": tsquery_literal([t.lexeme for t in terms], "&"),
+        "rare_terms": tsquery_literal([t.lexeme for t in rare], "|"),
+        "common_terms": tsquery_literal([t.lexeme for t in common], "|"),
+        "length_weight": K1 * B / avgdl,
+        **{f"dim{i}": f"{{{int(t.dim)}:1}}/{TERM_DIMS}" for i, t in enumerate(terms)},
+        **{f"idf{i}": stats.idf(t.docs) * (K1 + 1.0) for i, t in enumerate(terms)},
+    }
+    return [Candidate(r.id, r.content, r.source, float(r.score), r.position) for r in conn.execute(stmt, values)]
+
+
+@functools.lru_cache(maxsize=512)
+def _ranking_statement(scope: Scope, groups: tuple[tuple[str, ...], ...], n_terms: int, n_rare: int,
+                       limit: int, common_cap: int) -> sa.Select[Any]:
+    """The ranking statement of one query shape, its values left as parameters (see ranked()).
+
+    Built once per caller, index grouping and shape rather than per query: building this many
+    SQLAlchemy expressions took longer than PostgreSQL took to run them (docs/bench/latency.md).
+    """
     # each row's count of each query lexeme, read once from its sparse vector
     counts = [(-memories.c.term_counts.op("<#>", return_type=sa.Float)(
-        sa.literal_column(f"'{{{int(t.dim)}:1}}/{TERM_DIMS}'::sparsevec"))).label(f"c{i}") for i, t in enumerate(terms)]
+        sa.cast(sa.bindparam(f"dim{i}", type_=sa.Text), SPARSEVEC))).label(f"c{i}") for i in range(n_terms)]
 
-    def matching(lexemes: Sequence[QueryTerm], operator: str, group: list[str]) -> sa.Select[Any]:
+    def matching(terms: str, group: Sequence[str]) -> sa.Select[Any]:
         return sa.select(memories.c.id, memories.c.doc_length, *counts).where(
             visible(memories, scope, within=group),
-            memories.c.content_tsv.op("@@")(_as_tsquery([t.lexeme for t in lexemes], operator)))
+            memories.c.content_tsv.op("@@")(sa.cast(sa.bindparam(terms, type_=sa.Text), TSQUERY)))
 
-    common = terms[len(rare):]
-    branches = [matching(rare, "|", group) for group in groups] if rare else []
-    if common:
-        if len(terms) > 1:  # rows holding every lexeme, however common each is
-            branches += [matching(terms, "&", group).limit(COMMON_CAP) for group in groups]
+    branches = [matching("rare_terms", group) for group in groups] if n_rare else []
+    if n_terms > n_rare:
+        if n_terms > 1:  # rows holding every lexeme, however common each is
+            branches += [matching("all_terms", group).limit(common_cap) for group in groups]
         # and the newest rows holding the common ones, an equal share from each visible namespace,
         # so a crowded ancestor cannot push the caller's own rows out
         lineage = scope.namespace.lineage()
-        share = -(-COMMON_CAP // len(lineage))
-        branches += [matching(common, "|", [ns]).order_by(memories.c.t_valid_from.desc()).limit(share)
+        share = -(-common_cap // len(lineage))
+        branches += [matching("common_terms", [ns]).order_by(memories.c.t_valid_from.desc()).limit(share)
                      for ns in lineage]
     found = sa.union(*branches).subquery("found")
-    score = _bm25(stats, terms, found).label("score")
+    score = _bm25(n_terms, found).label("score")
     top = sa.select(found.c.id, score).order_by(score.desc(), found.c.id).limit(limit).subquery("top")
-    stmt = (sa.select(memories.c.id, memories.c.content, memories.c.source, top.c.score, memories.c.position)
+    return (sa.select(memories.c.id, memories.c.content, memories.c.source, top.c.score, memories.c.position)
             .join_from(top, memories, memories.c.id == top.c.id)
             .order_by(top.c.score.desc(), memories.c.id))
-    return [Candidate(r.id, r.content, r.source, float(r.score), r.position) for r in conn.execute(stmt)]
 
 
-def _bm25(stats: Statistics, terms: Sequence[QueryTerm], found: sa.Subquery) -> sa.ColumnElement[float]:
-    """Okapi BM25 of a found row from its per-lexeme counts (columns c0..cN) and its length."""
-    avgdl = stats.average_length or 1.0
-    norm = K1 * (1.0 - B) + (K1 * B / avgdl) * sa.cast(found.c.doc_length, sa.Float)
-    parts = [(stats.idf(t.docs) * (K1 + 1.0)) * found.c[f"c{i}"] / (found.c[f"c{i}"] + norm)
-             for i, t in enumerate(terms)]
+def _bm25(n_terms: int, found: sa.Subquery) -> sa.ColumnElement[float]:
+    """Okapi BM25 of a found row from its per-lexeme counts (columns c0..cN) and its length; each
+    lexeme's IDF x (k1 + 1) and k1 x b / average length are parameters."""
+    norm = K1 * (1.0 - B) + sa.bindparam("length_weight", type_=sa.Float) * sa.cast(found.c.doc_length, sa.Float)
+    parts = [sa.bindparam(f"idf{i}", type_=sa.Float) * found.c[f"c{i}"] / (found.c[f"c{i}"] + norm)
+             for i in range(n_terms)]
     return sum(parts[1:], parts[0])
 
 

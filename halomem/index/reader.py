@@ -1,6 +1,7 @@
 """Read queries over memories, concepts and the entity graph, always through acl.visible()."""
 from __future__ import annotations
 
+import functools
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
@@ -44,6 +45,22 @@ def or_tsquery(text: str) -> sa.ColumnElement[Any] | None:
     """A tsquery matching any query term."""
     words = query_terms(text)
     return _tsquery(words, "|") if words else None
+
+
+@functools.lru_cache(maxsize=512)
+def _nearest_statement(scope: Scope, groups: tuple[tuple[str, ...], ...], k: int) -> sa.Select[Any]:
+    """vector_search's statement for one caller, index grouping and k, the embedding a parameter
+    (built once: building SQLAlchemy expressions per probe cost a measurable share of a plan())."""
+    distance = memories.c.embedding.cosine_distance(sa.bindparam("embedding", type_=memories.c.embedding.type))
+    # one probe per index group: a namespace with its own HNSW index is walked alone
+    probes = [sa.select(memories.c.id, memories.c.content, memories.c.source, memories.c.position,
+                        distance.label("d"))
+              .where(visible(memories, scope, within=group), memories.c.embedding.is_not(None))
+              .order_by(distance, memories.c.id).limit(k) for group in groups]
+    if len(probes) == 1:
+        return probes[0]
+    nearest = sa.union_all(*probes).subquery("nearest")
+    return sa.select(nearest).order_by(nearest.c.d, nearest.c.id).limit(k)
 
 
 class IndexReader:
@@ -102,18 +119,9 @@ class IndexReader:
         if ef_search != self._ef_search:
             self.conn.exec_driver_sql(_HNSW_SETTINGS.format(ef=ef_search))
             self._ef_search = ef_search
-        distance = memories.c.embedding.cosine_distance(list(embedding))
-        # one probe per index group: a namespace with its own HNSW index is walked alone
-        probes = [sa.select(memories.c.id, memories.c.content, memories.c.source, memories.c.position,
-                            distance.label("d"))
-                  .where(visible(memories, scope, within=group), memories.c.embedding.is_not(None))
-                  .order_by(distance, memories.c.id).limit(k) for group in self._index_groups(scope)]
-        if len(probes) == 1:
-            stmt = probes[0]
-        else:
-            nearest = sa.union_all(*probes).subquery("nearest")
-            stmt = sa.select(nearest).order_by(nearest.c.d, nearest.c.id).limit(k)
-        return [VectorHit(r.id, r.content, 1.0 - float(r.d), r.source, r.position) for r in self.conn.execute(stmt)]
+        groups = tuple(tuple(group) for group in self._index_groups(scope))
+        rows = self.conn.execute(_nearest_statement(scope, groups, int(k)), {"embedding": list(embedding)})
+        return [VectorHit(r.id, r.content, 1.0 - float(r.d), r.source, r.position) for r in rows]
 
     def fetch(self, scope: Scope, ids: Sequence[str], *, live: bool = True) -> dict[str, MemoryRow]:
         if not ids:
@@ -221,7 +229,12 @@ class MemoryIndex:
                 if not read_only:
                     yield IndexReader(conn, self.catalog)
                     return
-                # one round trip: the transaction's mode and the HNSW settings of the common probe
-                # (several statements without parameters go as one simple query)
-                conn.exec_driver_sql("SET TRANSACTION READ ONLY; " + _HNSW_SETTINGS.format(ef=HNSW_EF_SEARCH_MIN))
+                # one round trip (statements without parameters go as one simple query): the
+                # transaction's mode, the HNSW settings of the common probe, and a plan made for
+                # each statement's values. The driver-facing statements are built once per shape
+                # (index.lexical, _nearest_statement), so psycopg prepares them; a generic plan
+                # would not know which namespace's partial indexes apply, nor how selective a
+                # query's lexemes are.
+                conn.exec_driver_sql("SET TRANSACTION READ ONLY; SET LOCAL plan_cache_mode = force_custom_plan; "
+                                     + _HNSW_SETTINGS.format(ef=HNSW_EF_SEARCH_MIN))
                 yield IndexReader(conn, self.catalog, ef_search=HNSW_EF_SEARCH_MIN)
