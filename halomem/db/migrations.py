@@ -39,6 +39,13 @@ def valid_indexes(conn: Connection, names: Sequence[str]) -> set[str]:
     return set(found.scalars())
 
 
+def with_own_indexes(conn: Connection, namespaces: Sequence[str]) -> set[str]:
+    """Those of ``namespaces`` whose own HNSW and GIN indexes both exist and are valid."""
+    names = {ns: namespace_index_names(ns) for ns in namespaces}
+    found = valid_indexes(conn, [name for pair in names.values() for name in pair])
+    return {ns for ns, pair in names.items() if set(pair) <= found}
+
+
 # from about this many live rows a namespace's own indexes pay for their build and upkeep
 ADVISED_NAMESPACE_INDEX_ROWS = 50_000
 
@@ -51,9 +58,9 @@ def create_namespace_indexes(conn: Connection, namespace: Namespace) -> bool:
     indexes for the namespaces that have them (docs/bench/latency.md). Built in the caller's
     transaction, so writes to memories wait for the build (seconds per 100k rows).
     """
-    vec, tsv = namespace_index_names(namespace.path)
-    if valid_indexes(conn, [vec, tsv]) == {vec, tsv}:
+    if with_own_indexes(conn, [namespace.path]):
         return False
+    vec, tsv = namespace_index_names(namespace.path)
     # a validated namespace holds only letters, digits, '-', '_', '.' and '/': a safe literal
     live = f"namespace = '{namespace.path}' AND t_valid_to IS NULL AND erased_at IS NULL"
     conn.exec_driver_sql("SET LOCAL maintenance_work_mem = '1GB'")

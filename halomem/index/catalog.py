@@ -14,8 +14,7 @@ from typing import Callable, Sequence
 
 from sqlalchemy.engine import Connection
 
-from ..db.migrations import valid_indexes
-from ..db.schema import namespace_index_names
+from ..db.migrations import with_own_indexes
 
 TTL_SECONDS = 30.0
 
@@ -32,14 +31,15 @@ class NamespaceIndexCatalog:
     def own_indexes(self, conn: Connection, namespaces: Sequence[str]) -> dict[str, bool]:
         """namespace -> whether it has its own valid HNSW and GIN indexes."""
         now = self._clock()
+        out: dict[str, bool] = {}
         with self._lock:
-            out = {ns: has for ns in namespaces
-                   for has, checked in [self._known.get(ns, (False, -float("inf")))] if now - checked < self._ttl}
+            for ns in namespaces:
+                if ns in self._known and now - self._known[ns][1] < self._ttl:
+                    out[ns] = self._known[ns][0]
         unknown = [ns for ns in namespaces if ns not in out]
         if unknown:
-            names = {ns: namespace_index_names(ns) for ns in unknown}
-            found = valid_indexes(conn, [n for pair in names.values() for n in pair])
-            checked = {ns: set(pair) <= found for ns, pair in names.items()}
+            having = with_own_indexes(conn, unknown)
+            checked = {ns: ns in having for ns in unknown}
             with self._lock:
                 self._known.update({ns: (has, now) for ns, has in checked.items()})
             out.update(checked)

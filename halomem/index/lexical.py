@@ -124,7 +124,8 @@ def _holding(conn: Connection, table: sa.Table, scope: Scope, lexemes: Sequence[
     return int(row[0]), [int(n) for n in row[1:1 + len(lexemes)]], tuple(row[1 + len(lexemes):])
 
 
-def ranked(conn: Connection, scope: Scope, groups: list[list[str]], text: str, limit: int) -> list[Candidate]:
+def ranked(conn: Connection, scope: Scope, groups: tuple[tuple[str, ...], ...], text: str,
+           limit: int) -> list[Candidate]:
     """Up to ``limit`` visible rows holding query lexemes, best BM25 first, with their scores."""
     stats = statistics(conn, scope, text)
     terms = [t for t in stats.terms if t.docs > 0]
@@ -136,7 +137,7 @@ def ranked(conn: Connection, scope: Scope, groups: list[list[str]], text: str, l
             break
         rare.append(term)
     common = terms[len(rare):]
-    stmt = _ranking_statement(scope, tuple(map(tuple, groups)), len(terms), len(rare), limit, COMMON_CAP)
+    stmt = _ranking_statement(scope, groups, len(terms), len(rare), limit, COMMON_CAP)
     avgdl = stats.average_length or 1.0
     values: dict[str, Any] = {
         "all_terms": tsquery_literal([t.lexeme for t in terms], "&"),

@@ -74,14 +74,14 @@ class IndexReader:
         self._catalog = catalog or NamespaceIndexCatalog(ttl=float("inf"))
         self._ef_search = ef_search
 
-    def _index_groups(self, scope: Scope) -> list[list[str]]:
+    def _index_groups(self, scope: Scope) -> tuple[tuple[str, ...], ...]:
         """The caller's lineage split the way the indexes are: a group for each namespace with its
         own partial indexes (db.migrations.create_namespace_indexes), one for the rest."""
         lineage = scope.namespace.lineage()
         has_own = self._catalog.own_indexes(self.conn, lineage)
-        own = [[ns] for ns in lineage if has_own[ns]]
-        rest = [ns for ns in lineage if not has_own[ns]]
-        return own + ([rest] if rest else [])
+        own = tuple((ns,) for ns in lineage if has_own[ns])
+        rest = tuple(ns for ns in lineage if not has_own[ns])
+        return own + ((rest,) if rest else ())
 
     # --- L2 memories -------------------------------------------------------------------------
     def candidates(self, scope: Scope, limit: int) -> list[Candidate]:
@@ -119,8 +119,8 @@ class IndexReader:
         if ef_search != self._ef_search:
             self.conn.exec_driver_sql(_HNSW_SETTINGS.format(ef=ef_search))
             self._ef_search = ef_search
-        groups = tuple(tuple(group) for group in self._index_groups(scope))
-        rows = self.conn.execute(_nearest_statement(scope, groups, int(k)), {"embedding": list(embedding)})
+        rows = self.conn.execute(_nearest_statement(scope, self._index_groups(scope), int(k)),
+                                 {"embedding": list(embedding)})
         return [VectorHit(r.id, r.content, 1.0 - float(r.d), r.source, r.position) for r in rows]
 
     def fetch(self, scope: Scope, ids: Sequence[str], *, live: bool = True) -> dict[str, MemoryRow]:
