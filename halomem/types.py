@@ -109,6 +109,13 @@ class VectorHit:
 
 
 @dataclass(frozen=True)
+class Entity:
+    """A named entity the caller may see, with its other names (view.entities)."""
+    name: str
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class EntityFact:
     ref: str
     content: str
@@ -151,6 +158,7 @@ class ScopedView(Protocol):
     # Optional, feature-detect them:
     #   lexical_candidates(query: str, limit: int) -> list[Candidate]  (best BM25 first, with .score)
     #   corpus_stats(terms: Sequence[str]) -> CorpusStats
+    #   entities() -> list[Entity]  (the named entities the caller may see)
 
 
 @dataclass(frozen=True)

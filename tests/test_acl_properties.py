@@ -47,6 +47,8 @@ def _build_world(kernel, spec):
             kernel.erase(ns, gone)
     for root in sorted({ns.split("/")[0] for ns, _ in spec}):
         kernel.add_entity(root, "Quill")
+    for ns in sorted({ns for ns, _ in spec}):
+        kernel.add_entity(ns, f"Agent {ns}")  # named after its namespace: a leak shows which one
     for ns, _ in spec:
         kernel.put_concept(ns, "omega/concept", f"omega marker concept of {ns}")
     return expected_live
@@ -76,10 +78,13 @@ def test_every_method_returns_exactly_the_visible_rows(kernel, spec, extra_calle
                 "fetch": set(reader.fetch(scope, list(live) + ["m_absent"])),
             }
             concepts = {c.content for c in view.concepts("omega marker concept", 50)}
+            entities = {e.name for e in view.entities()}
             admitted = admitted_refs(view)
         for method, refs in got.items():
             assert refs == expected, (caller, method, spec)
         assert concepts == {f"omega marker concept of {ns}" for ns in concept_ns if ns in lineage}
+        assert entities == ({f"Agent {ns}" for ns in concept_ns if ns in lineage}
+                            | ({"Quill"} if caller.split("/")[0] in {ns.split("/")[0] for ns in concept_ns} else set()))
         assert admitted <= expected | {f"{ns}:omega/concept" for ns in lineage}
         CASES["cases"] += 1
     CASES["worlds"] += 1

@@ -272,6 +272,22 @@ def test_blocked_tricks_say_why(kernel, tmp_path, world):
         driver.close()
 
 
+def test_entities_cross_the_pipe_for_the_callers_lineage_only(kernel, tmp_path, world):
+    """view.entities through the proxy: the caller's and its ancestors' entities, never a sibling's."""
+    kernel.add_entity("acme", "Ops Lead")
+    kernel.add_entity("acme/eng", "Dana Eng", aliases=["Dana"])
+    kernel.add_entity("acme/sales", "Canarysecretword Rep")
+    body = '''
+        got = sorted((e.name, e.aliases) for e in q.view.entities())
+        if got != [("Dana Eng", ("Dana",)), ("Ops Lead", ())]:
+            leak(got)
+        return hybrid_rank(q)
+'''
+    driver = _mount(kernel, tmp_path, "entity_names", body, world)
+    result = kernel.search("acme/eng", "staging deploys", driver=driver.name)
+    assert result.fallback is None and result.hits  # served by the cartridge: its check held
+
+
 def test_worker_holds_no_connection_no_credentials_and_is_reused(kernel, tmp_path, world):
     body = '''
         raise DriverUnavailableError("blocked: pid " + str(os.getpid()) + " env " + ",".join(sorted(os.environ)))

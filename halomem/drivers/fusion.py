@@ -10,6 +10,8 @@ Differences from baseline, each a standard IR adjustment rather than a fit to on
 - neighbour context: a memory is raised by the better score of the memories just before and after
   it in its source (Candidate.position): a reply whose words are in the turn it answers, a chunk
   that continues the one naming its subject;
+- subject match: when the query names a visible entity, a memory whose first-named entity is that
+  one (the speaker of a turn, the subject of a sentence) gets a bonus lane (retrieval.subjects);
 - source context: a memory is raised by the best score among other memories of its source (the
   turns of one session, the chunks of one document), the passage-retrieval rule of combining a
   passage's score with its document's. Memories without a source are ranked as before;
@@ -22,7 +24,7 @@ DRIVER BOUNDARY: imports only halomem.types and halomem.retrieval.
 from __future__ import annotations
 
 from halomem.retrieval.concepts import with_concepts
-from halomem.retrieval import gather_pool, hybrid_merge, with_neighbour_context, with_source_context
+from halomem.retrieval import gather_pool, hybrid_merge, subject_scores, with_neighbour_context, with_source_context
 from halomem.types import Capabilities, RetrieverQuery, ScoredRef, estimate_tokens, fit_budget, rank_key
 
 VECTOR_K = 200
@@ -32,6 +34,7 @@ BM25_K1 = 1.5
 BM25_B = 0.3
 SOURCE_CONTEXT_WEIGHT = 0.5
 NEIGHBOUR_CONTEXT_WEIGHT = 0.3
+SUBJECT_WEIGHT = 0.2  # a bonus on top of the two lanes' 1.0
 
 
 class FusionDriver:
@@ -45,7 +48,11 @@ class FusionDriver:
             return []
         pool = gather_pool(q.view, q.query, max(VECTOR_K, q.k))
         lexical = pool.lexical_scores(q.query, k1=BM25_K1, b=BM25_B)
-        merged = hybrid_merge([(pool.cosine, COSINE_WEIGHT), (lexical, LEXICAL_WEIGHT)])
+        lanes = [(pool.cosine, COSINE_WEIGHT), (lexical, LEXICAL_WEIGHT)]
+        subject = subject_scores(q.view, q.query, pool.content)
+        if 0 < sum(subject.values()) < len(subject):  # a lane that sets some memories apart
+            lanes.append((subject, SUBJECT_WEIGHT))
+        merged = hybrid_merge(lanes)
         beside = with_neighbour_context(merged, pool.source, pool.position, NEIGHBOUR_CONTEXT_WEIGHT)
         final = with_source_context(beside, pool.source, SOURCE_CONTEXT_WEIGHT)
         scored = [ScoredRef(ref, "L2", ref, s, pool.content[ref], estimate_tokens(pool.content[ref]))

@@ -10,7 +10,7 @@ from typing import Literal, Sequence
 
 from ..embed import Embedder
 from ..index import IndexReader, Scope
-from ..types import Candidate, CorpusStats, EntityFact, Namespace, ScoredRef, VectorHit
+from ..types import Candidate, CorpusStats, Entity, EntityFact, Namespace, ScoredRef, VectorHit
 
 DEFAULT_CANDIDATES = 500
 MAX_LIMIT = 5000
@@ -60,6 +60,9 @@ class KernelScopedView:
         out = self._reader.concepts(self._scope, str(query), embedding, _bounded(k))
         self._admit([c.ref for c in out])
         return out
+
+    def entities(self) -> list[Entity]:
+        return self._reader.entities(self._scope, MAX_LIMIT)
 
     def entity_facts(self, mention: str, hops: Literal[1, 2]) -> list[EntityFact]:
         if hops not in (1, 2):

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 
 from ..db.schema import TEXT_SEARCH_CONFIG, concepts, entities, entity_aliases, memories, mentions
 from ..embed.tokenize import terms, word_boundary_pattern
-from ..types import Candidate, CorpusStats, EntityFact, ScoredRef, VectorHit, estimate_tokens
+from ..types import Candidate, CorpusStats, Entity, EntityFact, ScoredRef, VectorHit, estimate_tokens
 from . import lexical
 from .acl import Scope, visible
 from .catalog import NamespaceIndexCatalog
@@ -196,6 +196,13 @@ class IndexReader:
                 .where(visible(memories, scope), mentions.c.entity_id.in_(list(entity_ids)))
                 .order_by(mentions.c.entity_id, memories.c.id).limit(MAX_FACTS_PER_HOP * 4))
         return [(r.id, r.content, r.entity_id) for r in self.conn.execute(stmt)]
+
+    def entities(self, scope: Scope, limit: int) -> list[Entity]:
+        """The entities the caller may see, oldest first. None for a source-scoped caller: entities
+        belong to a namespace, not to a source (fail closed, as concepts)."""
+        if scope.source_scoped:
+            return []
+        return [Entity(name, tuple(aliases)) for name, aliases in list(self.visible_entities(scope).values())[:limit]]
 
     def entity_facts(self, scope: Scope, mention: str, hops: int) -> list[EntityFact]:
         known = self.visible_entities(scope)

@@ -5,6 +5,7 @@ from .hybrid import hybrid_rank
 from .merge import hybrid_merge, reciprocal_rank_fusion
 from .normalize import min_max
 from .pool import Pool, gather, gather_pool
+from .subjects import subject_scores
 
 __all__ = ["bm25_scores", "hybrid_rank", "min_max", "gather", "hybrid_merge", "reciprocal_rank_fusion",
-           "Pool", "gather_pool", "with_neighbour_context", "with_source_context"]
+           "Pool", "gather_pool", "subject_scores", "with_neighbour_context", "with_source_context"]

@@ -123,6 +123,10 @@ def _answer(view: Any, name: str, args: list) -> Any:
         return [[float(x) for x in v] for v in view.embed(args[0])]
     if name == "concepts" and len(args) == 2 and isinstance(args[0], str) and _is_int(args[1]):
         return wire.scored_refs_out(view.concepts(args[0][:MAX_TEXT_CHARS], args[1]))
+    if name == "entities" and not args:
+        if not callable(getattr(view, "entities", None)):
+            raise AttributeError("this view has no entities")
+        return wire.entities_out(view.entities())
     if name == "entity_facts" and len(args) == 2 and isinstance(args[0], str) and args[1] in (1, 2):
         return wire.entity_facts_out(view.entity_facts(args[0][:MAX_TEXT_CHARS], args[1]))
     raise ValueError(f"no view call {name!r} with these arguments")

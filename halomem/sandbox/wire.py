@@ -13,7 +13,7 @@ import struct
 import time
 from typing import Any
 
-from ..types import Candidate, CorpusStats, EntityFact, ScoredRef, VectorHit
+from ..types import Candidate, CorpusStats, Entity, EntityFact, ScoredRef, VectorHit
 
 MAX_FRAME = 64 * 1024 * 1024
 _HEADER = struct.Struct(">I")
@@ -77,6 +77,10 @@ def corpus_stats_out(stats: CorpusStats) -> list:
 
 def vector_hits_out(items: list[VectorHit]) -> list:
     return [(h.ref, h.content, h.score, h.source, h.position) for h in items]
+
+
+def entities_out(items: list[Entity]) -> list:
+    return [(e.name, list(e.aliases)) for e in items]
 
 
 def entity_facts_out(items: list[EntityFact]) -> list:

@@ -10,7 +10,8 @@ import logging
 import sys
 from typing import Any, Literal, Sequence
 
-from ..types import Candidate, Capabilities, CorpusStats, EntityFact, Namespace, RetrieverQuery, ScoredRef, VectorHit
+from ..types import (Candidate, Capabilities, CorpusStats, Entity, EntityFact, Namespace, RetrieverQuery, ScoredRef,
+                     VectorHit)
 from . import wire
 
 MAX_WARNINGS = 20
@@ -52,6 +53,9 @@ class ProxyScopedView:
 
     def concepts(self, query: str, k: int) -> list[ScoredRef]:
         return [ScoredRef(*r) for r in self._call("concepts", str(query), int(k))]
+
+    def entities(self) -> list[Entity]:
+        return [Entity(name, tuple(aliases)) for name, aliases in self._call("entities")]
 
     def entity_facts(self, mention: str, hops: Literal[1, 2]) -> list[EntityFact]:
         return [EntityFact(*f) for f in self._call("entity_facts", str(mention), int(hops))]
