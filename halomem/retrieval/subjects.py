@@ -6,24 +6,19 @@ the speaker of a transcript turn ("Caroline: ..."), the subject of a sentence ("
 ..."). Entities come from the view (``view.entities``, the ones the caller may see); a host without
 it, or a query that names none, leaves the ranking alone.
 
-Names are matched as runs of whole words (case-folded), so 'Ann' is not found in 'planning', and
-only a memory's first OPENING_CHARS are read: the cost does not grow with document length or with
-the number of entities.
+Names are matched as runs of whole words (embed.tokenize.terms, lower-cased), so 'Ann' is not
+found in 'planning', and only a memory's first OPENING_CHARS are read: the cost does not grow
+with document length or with the number of entities.
 """
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
+from ..embed.tokenize import terms
 from ..types import Entity
 
 OPENING_CHARS = 200  # where a turn's speaker or a sentence's subject is named
-_WORD = re.compile(r"[^\W_]+")
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text.casefold())
 
 
 @lru_cache(maxsize=16)
@@ -33,7 +28,7 @@ def _name_index(entities: tuple[Entity, ...]) -> tuple[dict[tuple[str, ...], str
     names: dict[tuple[str, ...], str] = {}
     for e in entities:
         for name in (e.name, *e.aliases):
-            key = tuple(_words(name))
+            key = tuple(terms(name))
             if key:
                 names.setdefault(key, e.name)
     return names, frozenset(k[0] for k in names), max((len(k) for k in names), default=0)
@@ -65,11 +60,11 @@ def subject_scores(view: Any, query: str, content: Mapping[str, str]) -> dict[st
     if not entities or not content:
         return {}
     index = _name_index(tuple(entities))
-    named = set(_entities_named(_words(query), index, first_only=False))
+    named = set(_entities_named(terms(query), index, first_only=False))
     if not named:
         return {}
     scores = {}
     for ref, text in content.items():
-        first = _entities_named(_words(text[:OPENING_CHARS]), index, first_only=True)
+        first = _entities_named(terms(text[:OPENING_CHARS]), index, first_only=True)
         scores[ref] = 1.0 if first and first[0] in named else 0.0
     return scores
