@@ -53,6 +53,36 @@ def test_deterministic(kernel, corpus, driver):
     assert runs[0] == runs[1] == runs[2]
 
 
+class _CountingEmbedder:
+    """The kernel's real embedder, counting the texts it is asked to embed."""
+
+    def __init__(self, inner):
+        self.inner, self.texts = inner, []
+
+    def embed(self, texts):
+        self.texts += list(texts)
+        return self.inner.embed(texts)
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_plan_embeds_its_query_once(kernel, corpus, driver):
+    kernel.put_concept("acme", "accordion", "the accordion is kept in the cedar attic closet")
+    counting = _CountingEmbedder(kernel.embedder)
+    with kernel.index.reader() as reader:
+        view = build_scoped_view(reader, Scope(Namespace("acme/eng")), counting)
+        refs = kernel.registry.get(driver).plan(RetrieverQuery("where is the accordion kept", view, 2000, 5))
+    assert refs and counting.texts.count("where is the accordion kept") == 1
+
+
+def test_a_driver_mutating_an_embedding_does_not_change_the_views_next_answer(kernel, corpus):
+    with kernel.index.reader() as reader:
+        view = build_scoped_view(reader, Scope(Namespace("acme/eng")), kernel.embedder)
+        [vector] = view.embed(["accordion attic"])
+        expected = list(vector)
+        vector[:] = [0.0] * len(vector)
+        assert view.embed(["accordion attic"]) == [expected]
+
+
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_budget_kept_and_top_hit_survives_alone(kernel, corpus, driver):
     refs, _ = _plan(kernel, driver, "offsite Lisbon budget travel", k=10, budget=30)

@@ -21,7 +21,7 @@ def _bounded(n: int) -> int:
 
 
 class KernelScopedView:
-    __slots__ = ("namespace", "_reader", "_scope", "_embedder", "_admitted")
+    __slots__ = ("namespace", "_reader", "_scope", "_embedder", "_admitted", "_last_embedded")
 
     def __init__(self, reader: IndexReader, scope: Scope, embedder: Embedder) -> None:
         self.namespace: Namespace = scope.namespace
@@ -29,6 +29,7 @@ class KernelScopedView:
         self._scope = scope
         self._embedder = embedder
         self._admitted: set[str] = set()
+        self._last_embedded: tuple[str, tuple[float, ...]] | None = None
 
     def _admit(self, refs: Sequence[str]) -> None:
         self._admitted.update(refs)
@@ -53,11 +54,21 @@ class KernelScopedView:
         return out
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return self._embedder.embed([str(t) for t in texts])
+        texts = [str(t) for t in texts]
+        if len(texts) == 1:
+            return [self._embedding(texts[0])]
+        return self._embedder.embed(texts)
+
+    def _embedding(self, text: str) -> list[float]:
+        """One text's embedding, the last one remembered: a driver embeds its query and then asks
+        for concepts of the same query, which embedded it again (MiniLM: milliseconds each)."""
+        if self._last_embedded is None or self._last_embedded[0] != text:
+            [vector] = self._embedder.embed([text])
+            self._last_embedded = (text, tuple(vector))
+        return list(self._last_embedded[1])  # a copy: what a driver does to it stays its own
 
     def concepts(self, query: str, k: int) -> list[ScoredRef]:
-        [embedding] = self._embedder.embed([str(query)])
-        out = self._reader.concepts(self._scope, str(query), embedding, _bounded(k))
+        out = self._reader.concepts(self._scope, str(query), self._embedding(str(query)), _bounded(k))
         self._admit([c.ref for c in out])
         return out
 

@@ -63,6 +63,12 @@ def _nearest_statement(scope: Scope, groups: tuple[tuple[str, ...], ...], k: int
     return sa.select(nearest).order_by(nearest.c.d, nearest.c.id).limit(k)
 
 
+@functools.lru_cache(maxsize=512)
+def _any_concept_statement(scope: Scope) -> sa.Select[Any]:
+    """Whether ``scope`` sees any concept (built once per caller, as _nearest_statement)."""
+    return sa.select(sa.exists().where(visible(concepts, scope)))
+
+
 class IndexReader:
     """Read methods bound to one connection (a READ ONLY transaction when serving a driver)."""
 
@@ -153,7 +159,7 @@ class IndexReader:
         below CONCEPT_MIN_COSINE is not returned at all."""
         if scope.source_scoped or k <= 0:
             return []  # fail closed: the cold tier must not widen a source-scoped request
-        if not self.conn.execute(sa.select(sa.exists().where(visible(concepts, scope)))).scalar():
+        if not self.conn.execute(_any_concept_statement(scope)).scalar():
             return []  # most stores have few concepts or none: skip the statistics round trip
         cos = sa.func.greatest(1.0 - concepts.c.embedding.cosine_distance(list(embedding)), 0.0)
         share = lexical.term_share(self.conn, scope, " ".join(query_terms(query)), concepts)
