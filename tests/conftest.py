@@ -59,6 +59,7 @@ def kernel(booted: Kernel) -> Kernel:
     with booted.engine.begin() as conn:
         conn.exec_driver_sql(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE")
     (booted.settings.home / "audit-heads.log").unlink(missing_ok=True)  # a deliberate reset of the chain
+    booted.index.catalog.forget()  # row counts remembered from the tables just emptied
     for ns in booted.namespace_indexes():
         booted.drop_namespace_index(ns)
     for name in set(booted.registry.names()) - BUILTIN_DRIVERS:

@@ -1,10 +1,12 @@
-"""Which namespaces have their own indexes, remembered across readers for a short while.
+"""What a probe's plan needs to know of namespaces, remembered across readers for a short while:
+which have their own indexes, and how many live rows each holds.
 
-Asking PostgreSQL's catalog on every plan() cost a round trip (about 1 ms against a 15 ms floor).
-The answer only decides how a probe is split into index groups (reader._index_groups), never which
-rows a caller may read, so a stale answer costs speed, not correctness: a namespace indexed or
-dropped by another process is noticed within TTL_SECONDS, and this process's own create and drop
-(Kernel.index_namespace, drop_namespace_index) forget at once.
+Asking PostgreSQL on every plan() cost a round trip (about 1 ms against a 15 ms floor). The answers
+only decide how a probe is split into index groups and whether a group is walked through HNSW or
+scanned exactly (reader._probe_plan), never which rows a caller may read, so a stale answer costs
+speed, not correctness: a namespace indexed, dropped or grown by another process is noticed within
+TTL_SECONDS, and this process's own create and drop (Kernel.index_namespace, drop_namespace_index)
+forget at once.
 """
 from __future__ import annotations
 
@@ -14,7 +16,10 @@ from typing import Callable, Sequence
 
 from sqlalchemy.engine import Connection
 
+import sqlalchemy as sa
+
 from ..db.migrations import with_own_indexes
+from ..db.schema import lexicon
 
 TTL_SECONDS = 30.0
 
@@ -26,6 +31,7 @@ class NamespaceIndexCatalog:
         self._ttl = ttl
         self._clock = clock
         self._known: dict[str, tuple[bool, float]] = {}  # namespace -> (has its own indexes, when checked)
+        self._rows: tuple[dict[str, int], float] | None = None  # (namespace -> live rows, when counted)
         self._lock = threading.Lock()
 
     def own_indexes(self, conn: Connection, namespaces: Sequence[str]) -> dict[str, bool]:
@@ -45,6 +51,19 @@ class NamespaceIndexCatalog:
             out.update(checked)
         return out
 
+    def live_rows(self, conn: Connection) -> dict[str, int]:
+        """namespace -> its live rows, as the lexicon counts them (its '' row per namespace)."""
+        now = self._clock()
+        with self._lock:
+            if self._rows is not None and now - self._rows[1] < self._ttl:
+                return self._rows[0]
+        counted = {ns: int(n) for ns, n in conn.execute(
+            sa.select(lexicon.c.namespace, lexicon.c.docs).where(lexicon.c.lexeme == ""))}
+        with self._lock:
+            self._rows = (counted, now)
+        return counted
+
     def forget(self) -> None:
         with self._lock:
             self._known.clear()
+            self._rows = None
