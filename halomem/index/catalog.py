@@ -3,10 +3,10 @@ which have their own indexes, and how many live rows each holds.
 
 Asking PostgreSQL on every plan() cost a round trip (about 1 ms against a 15 ms floor). The answers
 only decide how a probe is split into index groups and whether a group is walked through HNSW or
-scanned exactly (reader._probe_plan), never which rows a caller may read, so a stale answer costs
-speed, not correctness: a namespace indexed, dropped or grown by another process is noticed within
-TTL_SECONDS, and this process's own create and drop (Kernel.index_namespace, drop_namespace_index)
-forget at once.
+scanned exactly (reader._index_groups, _exact_groups), never which rows a caller may read, so a
+stale answer costs speed, not correctness: a namespace indexed, dropped or grown by another process
+is noticed within TTL_SECONDS, and this process's own create and drop (Kernel.index_namespace,
+drop_namespace_index) forget at once.
 """
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ import threading
 import time
 from typing import Callable, Sequence
 
-from sqlalchemy.engine import Connection
-
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from ..db.migrations import with_own_indexes
 from ..db.schema import lexicon
