@@ -1,5 +1,7 @@
 """Exact scan or HNSW walk: vector_search picks per index group, and an exact scan finds the true
 nearest neighbours of what the caller may read (and only that)."""
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 import sqlalchemy as sa
@@ -29,6 +31,18 @@ def test_a_wider_lane_never_turns_an_exact_scan_into_a_walk(rows, index):
     assert choices == sorted(choices)  # False ... then True
 
 
+@contextmanager
+def _statements(kernel):
+    """The SQL the kernel's engine sends inside the block."""
+    sent = []
+    listen = lambda *args: sent.append(args[2])  # noqa: E731
+    sa.event.listen(kernel.index.engine, "before_cursor_execute", listen)
+    try:
+        yield sent
+    finally:
+        sa.event.remove(kernel.index.engine, "before_cursor_execute", listen)
+
+
 def _store(kernel):
     rng = np.random.default_rng(5)
     for ns in TREE:
@@ -38,10 +52,7 @@ def _store(kernel):
 
 def test_an_exact_scan_returns_the_true_neighbours_of_visible_rows_only(kernel):
     _store(kernel)
-    captured = []
-    listen = lambda *args: captured.append(args[2])  # noqa: E731
-    sa.event.listen(kernel.index.engine, "before_cursor_execute", listen)
-    try:
+    with _statements(kernel) as captured:
         for caller in ("acme/eng/infra", "acme/sales", "globex"):
             scope = Scope(Namespace(caller))
             [query] = kernel.embedder.embed(["quasar telescope pipeline"])
@@ -55,8 +66,6 @@ def test_an_exact_scan_returns_the_true_neighbours_of_visible_rows_only(kernel):
             truth = sorted(zip(rows, cosine), key=lambda x: (-round(float(x[1]), 5), x[0][0]))[:60]
             assert [round(h.score, 5) for h in hits] == [round(float(c), 5) for _, c in truth]
             assert {h.ref for h in hits} <= {r.id for r in rows}
-    finally:
-        sa.event.remove(kernel.index.engine, "before_cursor_execute", listen)
     probes = [sql for sql in captured if "cosine_distance(" in sql]
     assert probes and all("<=>" not in sql for sql in probes)  # scanned, not walked
 
@@ -64,15 +73,9 @@ def test_an_exact_scan_returns_the_true_neighbours_of_visible_rows_only(kernel):
 def test_a_namespace_with_its_own_index_is_walked(kernel):
     kernel.ingest_texts("acme/big", [f"routine note {i} about the build queue" for i in range(900)], label="test")
     kernel.index_namespace("acme/big")
-    captured = []
-    listen = lambda *args: captured.append(args[2])  # noqa: E731
-    sa.event.listen(kernel.index.engine, "before_cursor_execute", listen)
-    try:
-        [query] = kernel.embedder.embed(["build queue"])
-        with kernel.index.reader() as reader:
-            hits = reader.vector_search(Scope(Namespace("acme/big")), query, 10)
-    finally:
-        sa.event.remove(kernel.index.engine, "before_cursor_execute", listen)
+    [query] = kernel.embedder.embed(["build queue"])
+    with _statements(kernel) as captured, kernel.index.reader() as reader:
+        hits = reader.vector_search(Scope(Namespace("acme/big")), query, 10)
     assert len(hits) == 10
     [probe] = [sql for sql in captured if "memories.embedding" in sql and "ORDER BY" in sql]
     # acme/big walks its own index; its empty ancestor acme is scanned

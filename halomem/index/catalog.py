@@ -30,7 +30,7 @@ class NamespaceIndexCatalog:
         self._ttl = ttl
         self._clock = clock
         self._known: dict[str, tuple[bool, float]] = {}  # namespace -> (has its own indexes, when checked)
-        self._rows: tuple[dict[str, int], float] | None = None  # (namespace -> live rows, when counted)
+        self._rows: tuple[dict[str, int], int, float] | None = None  # (namespace -> live rows, all, when)
         self._lock = threading.Lock()
 
     def own_indexes(self, conn: Connection, namespaces: Sequence[str]) -> dict[str, bool]:
@@ -50,17 +50,19 @@ class NamespaceIndexCatalog:
             out.update(checked)
         return out
 
-    def live_rows(self, conn: Connection) -> dict[str, int]:
-        """namespace -> its live rows, as the lexicon counts them (its '' row per namespace)."""
+    def live_rows(self, conn: Connection) -> tuple[dict[str, int], int]:
+        """(namespace -> its live rows, all namespaces' live rows), as the lexicon counts them (its
+        '' row per namespace); the total is summed once per count, not per probe."""
         now = self._clock()
         with self._lock:
-            if self._rows is not None and now - self._rows[1] < self._ttl:
-                return self._rows[0]
+            if self._rows is not None and now - self._rows[2] < self._ttl:
+                return self._rows[0], self._rows[1]
         counted = {ns: int(n) for ns, n in conn.execute(
             sa.select(lexicon.c.namespace, lexicon.c.docs).where(lexicon.c.lexeme == ""))}
+        total = sum(counted.values())
         with self._lock:
-            self._rows = (counted, now)
-        return counted
+            self._rows = (counted, total, now)
+        return counted, total
 
     def forget(self) -> None:
         with self._lock:

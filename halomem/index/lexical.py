@@ -38,7 +38,8 @@ RARE_DOCS = 1000  # rows the rare lexemes may bring, all told
 RARE_TERM_DOCS = 500  # a lexeme in more rows than this is common: its rows are sampled, not all ranked
 COMMON_CAP = 100
 MAX_STATS_TERMS = 256
-_CANDIDATE_COLUMNS = (memories.c.id, memories.c.content, memories.c.source, memories.c.position)
+# what a Candidate or VectorHit is read from, in every statement that hands rows to a driver
+CANDIDATE_COLUMNS = (memories.c.id, memories.c.content, memories.c.source, memories.c.position)
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,7 @@ def _ranking_statement(scope: Scope, groups: tuple[tuple[str, ...], ...], n_term
         sa.cast(sa.bindparam(f"dim{i}", type_=sa.Text), SPARSEVEC))).label(f"c{i}") for i in range(n_terms)]
 
     def matching(terms: str, group: Sequence[str]) -> sa.Select[Any]:
-        return sa.select(*_CANDIDATE_COLUMNS, memories.c.doc_length, *counts).where(
+        return sa.select(*CANDIDATE_COLUMNS, memories.c.doc_length, *counts).where(
             visible(memories, scope, within=group),
             memories.c.content_tsv.op("@@")(sa.cast(sa.bindparam(terms, type_=sa.Text), TSQUERY)))
 
@@ -182,7 +183,7 @@ def _ranking_statement(scope: Scope, groups: tuple[tuple[str, ...], ...], n_term
     # each found row once (a row may be found by several branches), its content carried along from
     # the scan that found it: joining the top rows back to memories cost a fetch per row (1M short
     # corpus: 0.5-0.8 ms of a 7 ms lexical_candidates)
-    scored = (sa.select(*(found.c[c.name] for c in _CANDIDATE_COLUMNS), _bm25(n_terms, found).label("score"))
+    scored = (sa.select(*(found.c[c.name] for c in CANDIDATE_COLUMNS), _bm25(n_terms, found).label("score"))
               .ext(distinct_on(found.c.id)).order_by(found.c.id).subquery("scored"))
     return sa.select(scored).order_by(scored.c.score.desc(), scored.c.id).limit(limit)
 

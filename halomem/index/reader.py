@@ -76,8 +76,7 @@ def _nearest_statement(scope: Scope, groups: tuple[tuple[str, ...], ...], exact:
     # rows and sorts them rather than walking the HNSW graph
     scanned = sa.func.cosine_distance(memories.c.embedding, query, type_=sa.Float)
     # one probe per index group: a namespace with its own HNSW index is walked alone
-    probes = [sa.select(memories.c.id, memories.c.content, memories.c.source, memories.c.position,
-                        distance.label("d"))
+    probes = [sa.select(*lexical.CANDIDATE_COLUMNS, distance.label("d"))
               .where(visible(memories, scope, within=group), memories.c.embedding.is_not(None))
               .order_by(distance, memories.c.id).limit(k)
               for group, distance in ((g, scanned if e else walked) for g, e in zip(groups, exact))]
@@ -117,9 +116,8 @@ class IndexReader:
         """For each index group, whether to scan it exactly (scan_exactly) rather than walk HNSW: a
         namespace with its own index walks that index, the rest walk the shared one (which holds
         every namespace's rows)."""
-        rows = self._catalog.live_rows(self.conn)
+        rows, everyone = self._catalog.live_rows(self.conn)
         has_own = self._catalog.own_indexes(self.conn, scope.namespace.lineage())
-        everyone = sum(rows.values())
         out = []
         for group in groups:
             group_rows = sum(rows.get(ns, 0) for ns in group)
@@ -129,8 +127,7 @@ class IndexReader:
 
     # --- L2 memories -------------------------------------------------------------------------
     def candidates(self, scope: Scope, limit: int) -> list[Candidate]:
-        stmt = (sa.select(memories.c.id, memories.c.content, memories.c.source, memories.c.position)
-                .where(visible(memories, scope))
+        stmt = (sa.select(*lexical.CANDIDATE_COLUMNS).where(visible(memories, scope))
                 .order_by(memories.c.t_valid_from.desc(), memories.c.id).limit(max(0, limit)))
         return [Candidate(r.id, r.content, r.source, position=r.position) for r in self.conn.execute(stmt)]
 
