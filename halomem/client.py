@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 from urllib.parse import quote, urlencode, urlsplit
 
-from .errors import AuthenticationError, DatabaseUnavailableError, HalomemError, error_for_problem
+from .errors import AuthenticationError, HalomemError, ServiceUnreachableError, error_for_problem
 from .results import Hit, IngestReport, MemoryRow, NewMemory, SearchResult
 
 if TYPE_CHECKING:
@@ -160,15 +160,15 @@ class Client:
         try:
             reply = self._http.send(method, path, content, headers)
         except TimeoutError:
-            raise DatabaseUnavailableError(f"halomem server at {self.url} did not answer in time") from None
+            raise ServiceUnreachableError(f"halomem server at {self.url} did not answer in time") from None
         except ConnectionError as exc:
-            raise DatabaseUnavailableError(f"cannot reach halomem server at {self.url}: {exc}") from None
+            raise ServiceUnreachableError(f"cannot reach halomem server at {self.url}: {exc}") from None
         if reply.status >= 400:
             raise self._error(reply)
         try:
             return jsonlib.loads(reply.body)
         except ValueError:
-            raise DatabaseUnavailableError(f"{self.url} answered HTTP {reply.status} without JSON: is it a "
+            raise ServiceUnreachableError(f"{self.url} answered HTTP {reply.status} without JSON: is it a "
                                            "halomem server?") from None
 
     @staticmethod

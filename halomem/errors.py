@@ -19,12 +19,26 @@ class InvalidInputError(HalomemError):
     slug = "invalid-input"
 
 
+class SchemaMismatchError(InvalidInputError):
+    """An HTTP body or parameter that does not fit the route's schema (422, same problem type)."""
+
+    http_status = 422
+
+
 class PayloadTooLargeError(InvalidInputError):
     """A request body over the server's limit."""
 
     kind = "payload too large"
     http_status = 413
     slug = "payload-too-large"
+
+
+class MethodNotAllowedError(InvalidInputError):
+    """An HTTP method a route does not serve."""
+
+    kind = "method not allowed"
+    http_status = 405
+    slug = "method-not-allowed"
 
 
 class NotFoundError(HalomemError):
@@ -57,6 +71,16 @@ class DatabaseUnavailableError(HalomemError):
     kind = "database unavailable"
     http_status = 503
     slug = "database-unavailable"
+
+
+class ServiceUnreachableError(HalomemError):
+    """The halomem server a client talks to did not answer, or is not a halomem server (the
+    client's side; the server's own database being away is DatabaseUnavailableError)."""
+
+    exit_code = 15
+    kind = "server unreachable"
+    http_status = 503
+    slug = "server-unreachable"
 
 
 class ConfigError(HalomemError):
@@ -125,9 +149,9 @@ class RateLimitedError(HalomemError):
 
 
 ERROR_CLASSES: tuple[type[HalomemError], ...] = (
-    InvalidInputError, PayloadTooLargeError, NotFoundError, ConflictError, DriverError, DatabaseUnavailableError,
+    InvalidInputError, PayloadTooLargeError, MethodNotAllowedError, NotFoundError, ConflictError, DriverError, DatabaseUnavailableError,
     ConfigError, IntegrityError, ConformanceFailed, IngestError, AuthenticationError, PermissionDeniedError,
-    RateLimitedError,
+    RateLimitedError, ServiceUnreachableError,
 )
 BY_SLUG: dict[str, type[HalomemError]] = {cls.slug: cls for cls in ERROR_CLASSES}
 PROBLEM_TYPE_PREFIX = "urn:halomem:problem:"
@@ -136,7 +160,9 @@ EXIT_CODES: dict[int, str] = {
     0: "success",
     1: "internal error (a bug: rerun with HALOMEM_DEBUG=1 for the traceback)",
     2: "usage error (unknown command or option)",
-    **{cls.exit_code: cls.kind for cls in ERROR_CLASSES if cls is not PayloadTooLargeError},
+    **{cls.exit_code: cls.kind for cls in ERROR_CLASSES if cls not in (PayloadTooLargeError, MethodNotAllowedError)},
+    130: "interrupted (Ctrl-C)",
+    143: "stopped by SIGTERM (after a clean shutdown)",
 }
 
 

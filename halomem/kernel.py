@@ -10,7 +10,6 @@ import json
 import logging
 import threading
 import time
-import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -28,43 +27,16 @@ from .drivers.view import admitted_refs, build_scoped_view
 from .embed import Embedder, get_embedder
 from .errors import DriverError, InvalidInputError, NotFoundError
 from .index import IndexReader, MemoryIndex, Scope
+from .limits import check_query, check_search_bounds, check_sources, namespace
 from .mounts import close_drivers, mount_drivers
 from .results import Hit, IngestReport, MemoryRow, NewMemory, SearchResult
 from .policy import Policy, choose_driver, effective_policy, list_policies, parse_policy
-from .types import InvalidNamespace, Namespace, RetrieverDriver, RetrieverQuery, ScoredRef
+from .types import Namespace, RetrieverDriver, RetrieverQuery, ScoredRef
 from .write import Writer, parse_ingest_bytes, parse_ingest_file
 from .write.ingest import Applied, bulk_apply, bulk_insert
 from .write.writer import new_request_id
 
 log = logging.getLogger("halomem")
-
-MAX_QUERY_CHARS = 4096
-MAX_K = 200
-MAX_BUDGET = 1_000_000
-
-
-def namespace(value: str | Namespace | None) -> Namespace:
-    if isinstance(value, Namespace):
-        return value
-    if value is None:
-        raise InvalidInputError("no namespace: pass --ns or set HALOMEM_NS")
-    try:
-        return Namespace(value)
-    except InvalidNamespace as exc:
-        raise InvalidInputError(str(exc)) from None
-
-
-def check_query(query: object) -> str:
-    if not isinstance(query, str):
-        raise InvalidInputError("query must be text")
-    if len(query) > MAX_QUERY_CHARS:
-        raise InvalidInputError(f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}")
-    if any(unicodedata.category(ch) == "Cc" and ch not in "\t\n\r" for ch in query):
-        raise InvalidInputError("query contains control characters (binary input?)")
-    if not query.strip():
-        raise InvalidInputError("query is empty")
-    return query
-
 
 @dataclass(frozen=True)
 class Planned:
@@ -156,9 +128,10 @@ class Kernel:
         rewrites the files."""
         self.writer.erase(namespace(ns), memory_id, reason=reason, request_id=request_id)
 
-    def purge(self) -> None:
-        """Leave no copy of erased content in live table, TOAST or index files (operator only)."""
-        self.writer.purge()
+    def purge(self) -> list[str]:
+        """Leave no copy of erased content in live table, TOAST or index files (operator only);
+        returns what the database role was not allowed to do (see Writer.purge)."""
+        return self.writer.purge()
 
     def ingest(self, ns: str | Namespace, path: Path, *, fmt: str | None = None, skip_bad: bool = False,
                progress: Callable[[int], None] | None = None,
@@ -245,14 +218,11 @@ class Kernel:
                sources: Sequence[str] | None = None, driver: str | None = None,
                request_id: str | None = None) -> SearchResult:
         """Rank what ``ns`` may see with the policy's driver (or ``driver``); audited."""
-        ns, query = namespace(ns), check_query(query)
-        if not 1 <= k <= MAX_K:
-            raise InvalidInputError(f"k must be between 1 and {MAX_K}")
-        if not 1 <= token_budget <= MAX_BUDGET:
-            raise InvalidInputError(f"token budget must be between 1 and {MAX_BUDGET}")
-        if driver is not None and not self.registry.has(driver):
-            raise DriverError(f"unknown driver {driver!r} (mounted: {', '.join(self.registry.names())})")
-        scope = Scope(ns, tuple(sources) if sources else None)
+        ns, query, sources = namespace(ns), check_query(query), check_sources(sources)
+        check_search_bounds(k, token_budget)
+        if driver is not None and not self.registry.has(driver):  # the caller's mistake, not a driver's failure
+            raise InvalidInputError(f"unknown driver {str(driver)[:100]!r} (mounted: {', '.join(self.registry.names())})")
+        scope = Scope(ns, sources or None)
         request_id = request_id or new_request_id()
         started = time.perf_counter()
         with self.engine.connect() as conn:

@@ -15,7 +15,8 @@ from . import audit
 from .auth import ADMIN, READ, WRITE, Caller, authorize
 from .auth.store import IssuedToken, Principal, PrincipalStore
 from .errors import DriverError, HalomemError, NotFoundError, PermissionDeniedError
-from .kernel import Kernel, namespace
+from .kernel import Kernel
+from .limits import MAX_REASON_CHARS, check_id, check_text, namespace
 from .policy import Policy
 from .results import IngestReport, MemoryRow, NewMemory, SearchResult
 from .types import Namespace, ScoredRef
@@ -48,15 +49,14 @@ class Operations:
                 return result
             except DriverError:
                 raise  # the kernel audited the failed search itself
-            except HalomemError as exc:
-                self.kernel.audit_event(target or self.caller.namespace, op, f"{op} refused kind={exc.slug}",
-                                        request_id)
+            except HalomemError as exc:  # under the caller's own namespace: never a target's trail
+                self.kernel.audit_event(self.caller.namespace, op, f"{op} refused kind={exc.slug}", request_id)
                 raise
 
     def _own_row(self, ns: Namespace, memory_id: str) -> None:
         """A write to an existing row: the row must be the caller's own. An ancestor's visible row
         is read-only (403); a row the caller cannot see does not exist for it (404)."""
-        row = self.kernel.visible_row(ns, memory_id)
+        row = self.kernel.visible_row(ns, check_id(memory_id))
         if row is None:
             raise NotFoundError(f"no memory {memory_id!r} visible from {ns}")
         if row.namespace != ns.path:
@@ -70,7 +70,7 @@ class Operations:
             ns, query, k=k, token_budget=token_budget, sources=sources, driver=driver, request_id=rid))
 
     def history(self, memory_id: str) -> list[MemoryRow]:
-        return self._run("history", READ, lambda ns, rid: self.kernel.history(ns, memory_id), kernel_audits=False)
+        return self._run("history", READ, lambda ns, rid: self.kernel.history(ns, check_id(memory_id)), kernel_audits=False)
 
     def concepts(self, query: str, k: int = 10) -> list[ScoredRef]:
         return self._run("concepts", READ, lambda ns, rid: self.kernel.concepts(ns, query, k), kernel_audits=False)
@@ -100,7 +100,8 @@ class Operations:
     def erase(self, memory_id: str, *, reason: str = "") -> str:
         def body(ns: Namespace, rid: str) -> str:
             self._own_row(ns, memory_id)
-            self.kernel.erase(ns, memory_id, reason=reason, request_id=rid)
+            self.kernel.erase(ns, memory_id, reason=check_text(reason, "reason", MAX_REASON_CHARS, allow_empty=True),
+                              request_id=rid)
             return rid
         return self._run("erase", WRITE, body)
 
@@ -136,13 +137,15 @@ class Operations:
         return self._run("policy", ADMIN, lambda ns, rid: self.kernel.clear_policy(ns, request_id=rid), target)
 
     def audit_tail(self, n: int = 20, action: str | None = None) -> list[audit.AuditRow]:
+        if action is not None:
+            check_text(action, "action", 40)
         return self._run("audit", ADMIN, lambda ns, rid: self.kernel.audit_tail(n, action, subtree=ns),
                          kernel_audits=False)
 
     def create_token(self, target: Namespace | None, name: str, scopes: Sequence[str] | str,
                      expires_in: timedelta | None = None) -> IssuedToken:
         return self._run("token", ADMIN, lambda ns, rid: PrincipalStore(self.kernel.engine).create(
-            ns, name, scopes, expires_in=expires_in, request_id=rid), target)
+            ns, name, scopes, expires_in=expires_in, request_id=rid, maker=self.caller.principal_id), target)
 
     def list_tokens(self) -> list[Principal]:
         return self._run("token", ADMIN, lambda ns, rid: PrincipalStore(self.kernel.engine).list(ns),
@@ -150,12 +153,7 @@ class Operations:
 
     def revoke_token(self, principal_id: str) -> Principal:
         return self._run("token", ADMIN, lambda ns, rid: PrincipalStore(self.kernel.engine).revoke(
-            principal_id, subtree=ns, request_id=rid))
-
-
-def for_token(kernel: Kernel, token: object, request_id: str | None = None) -> Operations:
-    """Authenticate a bearer token (every request: revocation applies at once) and bind its caller."""
-    return Operations(kernel, PrincipalStore(kernel.engine).authenticate(token).caller(), request_id)
+            check_id(principal_id, "token id"), subtree=ns, request_id=rid))
 
 
 def for_operator(kernel: Kernel, ns: str | Namespace | None) -> Operations:

@@ -92,7 +92,8 @@ def test_token_cli(cli):
     assert made.returncode == 0 and made.stdout.startswith("hm_") and "shown once" in made.stderr
     listed = cli("token", "list", "--ns", "acme", "--json")
     [row] = __import__("json").loads(listed.stdout)
-    assert set(row) == {"id", "name", "namespace", "scopes", "created_at", "expires_at", "revoked_at"}
+    assert set(row) == {"id", "name", "namespace", "scopes", "created_at", "expires_at", "revoked_at", "created_by",
+                        "status"}
     assert row["expires_at"] and made.stdout.strip().rpartition("_")[2] not in listed.stdout
     assert cli("token", "revoke", row["id"]).returncode == 0
     assert cli("token", "revoke", "ffffffffffffffff").returncode == 4

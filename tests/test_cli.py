@@ -52,7 +52,7 @@ def seeded(kernel):
     (["search", "--ns", "acme", "x" * 5000], 3),
     (["search", "--ns", "acme", "binary\x01\x02\x7f"], 3),
     (["search", "--ns", "acme", "--k", "0", "q"], 3),
-    (["search", "--ns", "acme", "--driver", "nope", "q"], 6),
+    (["search", "--ns", "acme", "--driver", "nope", "q"], 3),
     (["search", "q"], 3),
     (["remember", "--ns", "acme", "--provenance", "{bad", "x"], 3),
     (["supersede", "--ns", "acme", "m_missing", "x"], 4),

@@ -11,7 +11,7 @@ import pytest
 JSON_KEYS = {
     ("remember",): {"id", "namespace", "source", "request_id"},
     ("supersede",): {"id", "namespace", "source", "request_id", "supersedes"},
-    ("erase",): {"erased", "namespace", "request_id", "purged"},
+    ("erase",): {"erased", "namespace", "request_id", "purged", "purge_not_done"},
     ("search",): {"query", "namespace", "driver", "requested_driver", "fallback", "request_id", "tokens", "dropped",
                   "hits"},
     ("ingest",): {"written", "namespace", "ids", "unchanged", "superseded", "request_id", "skipped"},

@@ -12,7 +12,7 @@ import typer
 
 from halomem.cli.main import COMMANDS, build_app, command_named
 from halomem.client import Client, DirectTransport, PooledTransport
-from halomem.errors import DatabaseUnavailableError, NotFoundError
+from halomem.errors import NotFoundError, ServiceUnreachableError
 from tests.conftest import make_token
 
 
@@ -87,7 +87,7 @@ def test_direct_and_pooled_transports_answer_the_same(api_server, kernel, monkey
 
 def test_an_unreachable_server_is_the_same_error_through_both_transports():
     clients = (Client("http://127.0.0.1:9", "hm_x"), Client.for_cli("http://127.0.0.1:9", "hm_x"))
-    _fail_alike(clients, lambda c: c.search("x"), DatabaseUnavailableError, "127.0.0.1:9")
+    _fail_alike(clients, lambda c: c.search("x"), ServiceUnreachableError, "127.0.0.1:9")
 
 
 def test_the_collector_is_off_only_while_the_process_starts(kernel, cli_env):
@@ -175,6 +175,6 @@ def test_a_server_that_is_not_halomem_is_one_clear_error(tmp_path):
     try:
         url = f"http://127.0.0.1:{server.server_port}"
         _fail_alike((Client(url, "hm_x"), Client.for_cli(url, "hm_x")), lambda c: c.search("x"),
-                    DatabaseUnavailableError, "without JSON")
+                    ServiceUnreachableError, "without JSON")
     finally:
         server.shutdown()

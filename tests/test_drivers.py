@@ -6,7 +6,7 @@ import pytest
 
 from halomem.drivers import DriverUnavailableError
 from halomem.drivers.view import admitted_refs, build_scoped_view
-from halomem.errors import DriverError
+from halomem.errors import DriverError, InvalidInputError
 from halomem.index import Scope
 from halomem.types import Namespace, RetrieverQuery, ScoredRef, estimate_tokens
 
@@ -180,7 +180,7 @@ def test_unmounted_policy_driver_serves_baseline_with_warning(kernel, corpus, ca
     assert result.driver == "baseline" and result.requested_driver == "nonexistent"
     assert "not mounted" in caplog.text
     assert kernel.audit_tail(2)[0].detail == "driver_fallback=nonexistent->baseline reason=unmounted"
-    with pytest.raises(DriverError, match="unknown driver"):
+    with pytest.raises(InvalidInputError, match="unknown driver"):
         kernel.search("acme/eng", "accordion", driver="nonexistent")
 
 

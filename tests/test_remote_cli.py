@@ -59,6 +59,6 @@ def test_remote_mode_does_not_import_the_database_stack(api_server, kernel, cli_
     assert result.stderr.strip().splitlines()[-1] == "0 []", result.stderr
 
 
-def test_unreachable_server_is_exit_7(cli):
+def test_unreachable_server_is_exit_15_not_a_database_error(cli):
     result = cli("search", "x", env={"HALOMEM_URL": "http://127.0.0.1:9", "HALOMEM_TOKEN": "hm_x"})
-    assert result.returncode == 7 and result.stderr.count("\n") == 1
+    assert result.returncode == 15 and result.stderr.count("\n") == 1 and "server unreachable" in result.stderr

@@ -1,4 +1,4 @@
 """Append-only, hash-chained audit log."""
-from .log import AuditRow, VerifyResult, acting_as, append, tail, verify
+from .log import AuditRow, Trace, VerifyResult, acting_as, append, tail, tracing, verify
 
-__all__ = ["AuditRow", "VerifyResult", "acting_as", "append", "tail", "verify"]
+__all__ = ["AuditRow", "Trace", "VerifyResult", "acting_as", "append", "tail", "tracing", "verify"]

@@ -44,6 +44,29 @@ def acting_as(principal_id: str | None) -> Iterator[None]:
         _ACTOR.reset(token)
 
 
+@dataclass
+class Trace:
+    """One request as the audit trail counts it: its id, and how many rows it has appended so far
+    (the request pipeline writes its own row only when the operation wrote none)."""
+
+    request_id: str
+    rows: int = 0
+
+
+_TRACE: ContextVar[Trace | None] = ContextVar("halomem_audit_trace", default=None)
+
+
+@contextmanager
+def tracing(trace: Trace) -> Iterator[Trace]:
+    """Count the rows appended for ``trace.request_id`` inside this block (threads started with
+    a copy of this context, as thread pools do, count into the same trace)."""
+    token = _TRACE.set(trace)
+    try:
+        yield trace
+    finally:
+        _TRACE.reset(token)
+
+
 @dataclass(frozen=True)
 class AuditRow:
     seq: int
@@ -78,6 +101,9 @@ def append(conn: Connection, actor_ns: str, action: str, detail: str, request_id
     conn.execute(audit_log.insert().values(seq=seq, at=at, actor_ns=actor_ns, action=action, detail=detail,
                                            request_id=request_id, prev_hash=prev, hash=digest,
                                            principal=principal))
+    trace = _TRACE.get()
+    if trace is not None and trace.request_id == request_id:
+        trace.rows += 1
     return seq
 
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import sqlalchemy as sa
 
 from .. import audit
 from ..db.schema import principals
 from ..index.acl import in_subtree
-from ..errors import AuthenticationError, InvalidInputError, NotFoundError
+from ..errors import AuthenticationError, InvalidInputError, NotFoundError, PermissionDeniedError
 from ..types import Namespace
 from .rights import SCOPES, Caller, within
 from .tokens import format_token, hash_secret, new_principal_id, new_secret, parse_token, secret_matches
@@ -34,11 +34,21 @@ class Principal:
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None
+    created_by: str | None = None  # the minting principal; None: the local operator
+
+    def status(self, now: datetime | None = None) -> str:
+        """active, revoked or expired: what the server would make of this token now."""
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= (now or datetime.now(timezone.utc)):
+            return "expired"
+        return "active"
 
     def public(self) -> dict[str, Any]:
         """Everything about a token but its secret (which is not kept anyway)."""
         return {"id": self.id, "name": self.name, "namespace": self.namespace, "scopes": list(self.scopes),
-                "created_at": self.created_at, "expires_at": self.expires_at, "revoked_at": self.revoked_at}
+                "created_at": self.created_at, "expires_at": self.expires_at, "revoked_at": self.revoked_at,
+                "created_by": self.created_by, "status": self.status()}
 
     def caller(self) -> Caller:
         return Caller(Namespace(self.namespace), frozenset(self.scopes), self.id, self.name)
@@ -63,16 +73,32 @@ def parse_scopes(value: str | Iterable[str]) -> tuple[str, ...]:
     return tuple(s for s in SCOPES if s in scopes)
 
 
-def parse_duration(value: str) -> timedelta:
-    match = _DURATION.match(value or "")
+MAX_EXPIRY = timedelta(days=3660)  # ten years: a token is no archive
+
+
+def parse_duration(value: object) -> timedelta:
+    match = _DURATION.match(value) if isinstance(value, str) else None
     if not match or int(match.group(1)) == 0:
-        raise InvalidInputError(f"expiry {value!r} is not a duration such as 30d, 12h, 90m or 2w")
-    return timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+        shown = str(value)[:40].encode("ascii", "backslashreplace").decode("ascii")
+        raise InvalidInputError(f"expiry {shown!r} is not a duration such as 30d, 12h, 90m or 2w")
+    seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if seconds > MAX_EXPIRY.total_seconds():
+        raise InvalidInputError(f"expiry {value!r} is longer than the limit of {MAX_EXPIRY.days} days")
+    return timedelta(seconds=seconds)
+
+
+# every token minted from :root, at any depth, not yet revoked: revoked with it (one statement, so a
+# mint that committed before it began is seen; a mint racing it waits on the root's row lock)
+_LINEAGE_REVOKE = sa.text(
+    "WITH RECURSIVE lineage(id) AS (SELECT id FROM principals WHERE created_by = :root"
+    " UNION SELECT p.id FROM principals p JOIN lineage l ON p.created_by = l.id)"
+    " UPDATE principals SET revoked_at = now() WHERE id IN (SELECT id FROM lineage) AND revoked_at IS NULL"
+    " RETURNING id, namespace, created_by")
 
 
 def _principal(row: sa.Row) -> Principal:
     return Principal(row.id, row.name, row.namespace, tuple(row.scopes.split(",")), row.created_at,
-                     row.expires_at, row.revoked_at)
+                     row.expires_at, row.revoked_at, row.created_by)
 
 
 class PrincipalStore:
@@ -80,21 +106,49 @@ class PrincipalStore:
         self.engine = engine
 
     def create(self, namespace: Namespace, name: str, scopes: Iterable[str] | str, *,
-               expires_in: timedelta | None = None, request_id: str) -> IssuedToken:
+               expires_in: timedelta | None = None, request_id: str, maker: str | None = None) -> IssuedToken:
+        """Mint a token for ``namespace``. ``maker`` is the principal whose token asks (None: the local
+        operator): the new token never holds a scope its maker lacks nor outlives it (no expiry asked
+        means the maker's), and revoking the maker revokes it (``revoke`` follows ``created_by``)."""
         name = (name or "").strip()
         if not name or len(name) > MAX_NAME or any(ord(c) < 32 or ord(c) == 127 for c in name):
             raise InvalidInputError(f"token name must be 1-{MAX_NAME} printable characters")
         scope_list = parse_scopes(scopes)
         principal_id, secret = new_principal_id(), new_secret()
-        expires_at = datetime.now(timezone.utc) + expires_in if expires_in else None
+        now = datetime.now(timezone.utc)
+        expires_at = now + expires_in if expires_in else None
         with self.engine.begin() as conn:
+            if maker is not None:
+                expires_at = self._within_maker(conn, maker, scope_list, expires_at, now)
             row = conn.execute(principals.insert().values(
                 id=principal_id, name=name, namespace=namespace.path, scopes=",".join(scope_list),
-                secret_hash=hash_secret(secret), expires_at=expires_at).returning(*principals.c)).one()
+                secret_hash=hash_secret(secret), expires_at=expires_at, created_by=maker).returning(*principals.c)).one()
             audit.append(conn, namespace.path, "token",
                          f"token created id={principal_id} scopes={','.join(scope_list)}"
                          f" expires={expires_at.isoformat() if expires_at else '-'}", request_id)
         return IssuedToken(_principal(row), format_token(principal_id, secret))
+
+    @staticmethod
+    def _within_maker(conn: sa.Connection, maker: str, scopes: Sequence[str], expires_at: datetime | None,
+                      now: datetime) -> datetime | None:
+        """The expiry a token minted by ``maker`` gets, or an error if it would exceed its maker.
+
+        The maker's row is locked (FOR SHARE) until the new row commits: a revocation racing with
+        the mint either waits for it and then revokes the new token too, or wins and the mint fails."""
+        row = conn.execute(sa.select(principals).where(principals.c.id == maker).with_for_update(read=True)).first()
+        parent = _principal(row) if row else None
+        if parent is None or parent.status(now) != "active":
+            raise AuthenticationError(f"token {maker} is no longer active")
+        extra = [s for s in scopes if s not in parent.scopes]
+        if extra:
+            raise PermissionDeniedError(f"a token may mint only scopes it holds itself ({','.join(parent.scopes)});"
+                                        f" not {','.join(extra)}")
+        if parent.expires_at is not None:
+            if expires_at is not None and expires_at > parent.expires_at:
+                raise InvalidInputError(f"the new token would outlive the token minting it, which expires"
+                                        f" {parent.expires_at:%Y-%m-%d %H:%M:%S} UTC")
+            expires_at = expires_at or parent.expires_at
+        return expires_at
 
     def list(self, subtree: Namespace | None = None) -> list[Principal]:
         stmt = sa.select(principals).order_by(principals.c.namespace, principals.c.created_at)
@@ -109,7 +163,8 @@ class PrincipalStore:
         return _principal(row) if row else None
 
     def revoke(self, principal_id: str, *, subtree: Namespace | None = None, request_id: str) -> Principal:
-        """Revoke a token (idempotent); ``subtree`` limits an admin principal to its own namespaces."""
+        """Revoke a token and every token minted from it, down the lineage (idempotent);
+        ``subtree`` limits an admin principal to its own namespaces."""
         current = self.get(principal_id)
         if current is None or (subtree is not None and not within(current.namespace, subtree)):
             raise NotFoundError(f"no token {principal_id!r}" + (f" under {subtree}" if subtree else ""))
@@ -118,6 +173,9 @@ class PrincipalStore:
                                .values(revoked_at=sa.func.coalesce(principals.c.revoked_at, sa.func.now()))
                                .returning(*principals.c)).one()
             audit.append(conn, row.namespace, "token", f"token revoked id={principal_id}", request_id)
+            for child in conn.execute(_LINEAGE_REVOKE, {"root": principal_id}):
+                audit.append(conn, child.namespace, "token", f"token revoked id={child.id} minted_by={child.created_by}",
+                             request_id)
         return _principal(row)
 
     def authenticate(self, token: object) -> Principal:
@@ -130,8 +188,7 @@ class PrincipalStore:
         if not secret_matches(parts.secret, row.secret_hash if row else "0" * 64) or row is None:
             raise AuthenticationError("unknown token or wrong secret")
         principal = _principal(row)
-        if principal.revoked_at is not None:
-            raise AuthenticationError(f"token {principal.id} was revoked")
-        if principal.expires_at is not None and principal.expires_at <= datetime.now(timezone.utc):
-            raise AuthenticationError(f"token {principal.id} expired")
+        status = principal.status()
+        if status != "active":
+            raise AuthenticationError(f"token {principal.id} " + ("was revoked" if status == "revoked" else "expired"))
         return principal

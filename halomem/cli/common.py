@@ -163,6 +163,6 @@ def data(ns: Optional[str]):  # noqa: ANN201 - halomem.ops.Operations or halomem
 
 
 def ns_required(ns: Optional[str]) -> str:
-    from ..kernel import namespace
+    from ..limits import namespace
 
     return namespace(ns).path

@@ -81,7 +81,7 @@ def command_named(args: list[str]) -> str | None:
 
 def _one_line(text: str) -> str:
     first = (text or "").strip().splitlines()
-    return first[0] if first else ""
+    return first[0].encode("utf-8", "backslashreplace").decode("utf-8") if first else ""
 
 
 def _fail(kind: str, message: str, code: int, as_json: bool) -> int:
@@ -97,7 +97,21 @@ def _fail(kind: str, message: str, code: int, as_json: bool) -> int:
     return code
 
 
+class Terminated(BaseException):
+    """SIGTERM, turned into an exception so a stop runs the same shutdown as Ctrl-C: atexit closes
+    the kernel (audit head recorded, connections released, the embedded server stopped when it was
+    started for this process). Without it SIGTERM kills the process outright, and `serve` would
+    lose all of that: uvicorn drains in-flight requests, then re-raises the signal it caught."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
 def run(argv: list[str] | None = None) -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminate)
     startup.begin()
     setup_logging()
     args = list(sys.argv[1:] if argv is None else argv)
@@ -126,6 +140,9 @@ def run(argv: list[str] | None = None) -> None:
     except (Abort, KeyboardInterrupt):
         err.print("halomem: interrupted")
         code = 130
+    except Terminated:
+        err.print("halomem: stopped (SIGTERM)")
+        code = 143
     except HalomemError as exc:
         if debug:
             traceback.print_exc()

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ..errors import InvalidInputError
+from ..errors import ConflictError, InvalidInputError
 from .common import JsonOption, NsOption, data, emit_json, err, kernel, out, print_text
 
 
@@ -70,12 +70,19 @@ def register(app: typer.Typer) -> None:
         if purge and remote():
             raise InvalidInputError("--purge is an operator command: run it where the database is local")
         ops = data(ns)
-        request_id = ops.erase(memory_id, reason=reason)
-        if purge:
-            kernel().purge()
+        try:
+            request_id = ops.erase(memory_id, reason=reason)
+        except ConflictError as exc:
+            if not purge or "already erased" not in str(exc):
+                raise
+            request_id = None  # erased before (e.g. by an agent): the purge is what is asked for now
+            err.print(f"halomem: {exc}; purging", markup=False)
+        not_done = kernel().purge() if purge else []
+        for sentence in not_done:
+            err.print(f"halomem: warning: purge: {sentence}", markup=False)
         if as_json:
             emit_json({"erased": memory_id, "namespace": str(ops.namespace), "request_id": request_id,
-                       "purged": purge})
+                       "purged": purge, "purge_not_done": not_done})
         else:
             out.print(f"erased {memory_id}", markup=False)
 

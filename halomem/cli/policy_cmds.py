@@ -92,7 +92,7 @@ def policy_import(path: Path, as_json: bool = JsonOption) -> None:
         raise InvalidInputError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
         raise InvalidInputError(f"{path}: expected a mapping of namespace -> policy")
-    from ..kernel import namespace
+    from ..limits import namespace
 
     parsed = [(namespace(str(ns)), parse_policy(p)) for ns, p in data.items()]
     k = kernel()

@@ -39,15 +39,18 @@ def list_tokens(ns: Optional[str] = typer.Option(None, "--ns", help="Only this n
     from rich.table import Table
 
     from ..auth.store import PrincipalStore
-    from ..kernel import namespace
+    from ..limits import namespace
 
     rows = PrincipalStore(kernel().engine).list(namespace(ns) if ns else None)
     if as_json:
         emit_json([p.public() for p in rows])
         return
-    table = Table("id", "name", "namespace", "scopes", "created", "expires", "state")
+    table = Table()
+    table.add_column("id", no_wrap=True, min_width=16)  # never truncated: it is what `revoke` takes
+    for header in ("name", "namespace", "scopes", "created", "expires", "state"):
+        table.add_column(header)
     for p in rows:
-        state = "revoked" if p.revoked_at else "active"
+        state = p.status()
         table.add_row(p.id, literal(p.name), p.namespace, ",".join(p.scopes), f"{p.created_at:%Y-%m-%d %H:%M}",
                       f"{p.expires_at:%Y-%m-%d %H:%M}" if p.expires_at else "never", state)
     out.print(table)
@@ -56,7 +59,7 @@ def list_tokens(ns: Optional[str] = typer.Option(None, "--ns", help="Only this n
 @app.command("revoke")
 def revoke(principal_id: str = typer.Argument(..., help="The token's id (hm_<id>_...)."),
            as_json: bool = JsonOption) -> None:
-    """Revoke a token; the next request that presents it is refused."""
+    """Revoke a token and every token minted from it; the next request that presents one is refused."""
     from ..auth.store import PrincipalStore
     from ..write.writer import new_request_id
 

@@ -221,6 +221,13 @@ def _v6_source_positions(conn: Connection, dim: int) -> None:
                          " (namespace, source, position) WHERE source IS NOT NULL")
 
 
+def _v7_token_lineage(conn: Connection, dim: int) -> None:
+    """Which token minted which (auth.store): revocation follows the lineage down."""
+    conn.exec_driver_sql("ALTER TABLE principals ADD COLUMN IF NOT EXISTS created_by text")
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS principals_created_by_idx ON principals (created_by)"
+                         " WHERE created_by IS NOT NULL")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (1, "initial schema", _v1_initial),
     (2, "select-only reader role", _v2_reader_role),
@@ -228,6 +235,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (4, "ingest keys", _v4_ingest_keys),
     (5, "lexical statistics", _v5_lexicon),
     (6, "source positions", _v6_source_positions),
+    (7, "token lineage", _v7_token_lineage),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -112,6 +112,9 @@ principals = sa.Table(
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
     sa.Column("expires_at", sa.DateTime(timezone=True), nullable=True),
     sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
+    # the principal whose token minted this one (None: the local operator); revoking a token revokes
+    # everything it minted, down the lineage
+    sa.Column("created_by", sa.Text, nullable=True),
 )
 
 policies = sa.Table(

@@ -56,3 +56,17 @@ def visible(table: sa.Table, scope: Scope, *, live: bool = True,
     if scope.sources is not None and "source" in table.c:
         clauses.append(table.c.source.in_(scope.sources))
     return sa.and_(*clauses)
+
+
+def mentionable(table: sa.Table, entity_namespace: Namespace) -> sa.ColumnElement[bool]:
+    """The live rows an entity of ``entity_namespace`` may be linked to (mentions): the rows that can
+    see the entity, i.e. of its namespace and its descendants (the write path links a new row to
+    the entities of its lineage, the same relation from the other side).
+
+    What the registering caller is *told* about linking is only the part it may read:
+    ``visible(Scope(entity_namespace))`` AND ``mentionable`` = the rows of its own namespace.
+    Descendants' rows are linked too (their callers see the entity), but neither counted nor
+    otherwise reported, so registration is no oracle into rows the caller cannot read.
+    """
+    return sa.and_(in_subtree(table.c.namespace, entity_namespace),
+                   table.c.t_valid_to.is_(None), table.c.erased_at.is_(None))

@@ -29,7 +29,7 @@ from sqlalchemy.engine import Connection
 
 from ..db.migrations import TERM_DIMS
 from ..db.schema import TEXT_SEARCH_CONFIG, lexicon, memories
-from ..types import Candidate, CorpusStats
+from ..types import Candidate, CorpusStats, Namespace
 from .acl import Scope, visible
 
 K1 = 1.2
@@ -102,7 +102,7 @@ def _statistics_statement(lineage: tuple[str, ...]) -> sa.Select[Any]:
                       sa.func.coalesce(sa.func.sum(lexicon.c.docs), 0).label("docs"),
                       sa.func.coalesce(sa.func.sum(lexicon.c.tokens), 0).label("tokens"))
             .select_from(wanted.outerjoin(lexicon, sa.and_(lexicon.c.lexeme == wanted.c.lexeme,
-                                                           lexicon.c.namespace.in_(list(lineage)))))
+                                                           visible(lexicon, Scope(Namespace(lineage[-1]))))))
             .group_by(wanted.c.lexeme))
 
 

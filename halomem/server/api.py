@@ -15,10 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..auth.store import parse_duration
 from ..errors import AuthenticationError, InvalidInputError
-from ..kernel import MAX_BUDGET, MAX_K, Kernel, namespace
-from ..ops import Operations, for_token
+from ..limits import MAX_BUDGET, MAX_K, namespace
+from ..ops import Operations
+from ..pipeline import Pipeline
 from ..results import SearchResult
-from .limits import RateLimiter
+from .edge import current
 
 CALLER_FIELDS = ("namespace", "ns", "caller", "caller_namespace")
 
@@ -35,8 +36,8 @@ class MemoryIn(Closed):
 
 class SearchIn(Closed):
     query: str
-    k: int = Field(10, ge=1, le=MAX_K)
-    token_budget: int = Field(2000, ge=1, le=MAX_BUDGET)
+    k: int = Field(10, ge=1, le=MAX_K, strict=True)
+    token_budget: int = Field(2000, ge=1, le=MAX_BUDGET, strict=True)
     sources: Optional[list[str]] = None
     driver: Optional[str] = None
 
@@ -60,7 +61,7 @@ class ConceptRef(Closed):
 
 class ConceptSearchIn(Closed):
     query: str
-    k: int = Field(10, ge=1, le=MAX_K)
+    k: int = Field(10, ge=1, le=MAX_K, strict=True)
 
 
 class PolicyIn(Closed):
@@ -94,18 +95,16 @@ def principal_json(p: Any) -> dict[str, Any]:
     return jsonable(p.public())
 
 
-def build_router(kernel: Kernel, limiter: RateLimiter) -> APIRouter:
+def build_router(pipeline: Pipeline) -> APIRouter:
     def operations(request: Request) -> Operations:
-        header = request.headers.get("authorization") or ""
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise AuthenticationError("missing bearer token (Authorization: Bearer hm_...)")
-        ops = for_token(kernel, token.strip(), getattr(request.state, "request_id", None))
-        limiter.check(ops.caller.principal_id or "-")
+        """The caller's operations: the edge (server.edge) authenticated and rate-limited it."""
         named = [k for k in request.query_params if k.lower() in CALLER_FIELDS]
         if named:
             raise InvalidInputError(f"query parameter {named[0]!r} refused: the token decides the caller namespace")
-        return ops
+        held = current(request)
+        if held is None:
+            raise AuthenticationError("missing bearer token (Authorization: Bearer hm_...)")
+        return pipeline.operations(held)
 
     r = APIRouter(prefix="/v1")
     Ops = Depends(operations)
@@ -114,7 +113,7 @@ def build_router(kernel: Kernel, limiter: RateLimiter) -> APIRouter:
     def whoami(ops: Operations = Ops) -> dict[str, Any]:
         c = ops.caller
         return {"principal": c.principal_id, "name": c.name, "namespace": c.namespace.path,
-                "scopes": sorted(c.scopes)}
+                "scopes": sorted(c.scopes), "request_id": ops.request_id}
 
     @r.post("/memories", status_code=201, summary="Remember one memory in the caller's namespace")
     def remember(body: MemoryIn, ops: Operations = Ops) -> dict[str, Any]:

@@ -1,29 +1,31 @@
 """The MCP face: tools an agent's model calls, over streamable HTTP (`/mcp`) or stdio.
 
-Each tool resolves its caller from the transport (the HTTP bearer token, verified on every request
-by the SDK's token verifier, or `HALOMEM_TOKEN` re-checked on every stdio call), then calls
-halomem.ops like every other transport. Tool arguments are closed: an extra argument such as
+Every inbound request goes through halomem.pipeline (``ThroughPipeline``): the caller is the HTTP
+bearer token's, authenticated by the edge, or HALOMEM_TOKEN's, re-checked on every stdio request;
+the tools then call halomem.ops like every other transport. Tool arguments are closed: an extra argument such as
 ``namespace`` is refused before anything runs.
 """
 from __future__ import annotations
 
 import json
+from contextvars import ContextVar
 from typing import Any, Callable, Optional
 
 import anyio.to_thread
-from mcp.server.auth.middleware.auth_context import get_access_token
-from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult, TextContent
 from pydantic import ConfigDict
 
+from .. import __version__, audit
 from ..auth.rights import Caller
-from ..auth.store import PrincipalStore
-from ..errors import AuthenticationError, HalomemError
+from ..errors import HalomemError, InvalidInputError
 from ..kernel import Kernel
 from ..ops import Operations
-from ..types import Namespace
+from ..pipeline import Pipeline, Request
 from .api import jsonable, search_json
+from .edge import current
 
 INSTRUCTIONS = (
     "halomem is your organization's governed memory. Use `search` before answering questions about "
@@ -33,38 +35,84 @@ INSTRUCTIONS = (
 )
 
 
-class TokenVerifier:
-    """The SDK's token verifier over halomem's principals (one lookup per HTTP request)."""
+_CURRENT: ContextVar[Request | None] = ContextVar("halomem_mcp_request", default=None)
 
-    def __init__(self, kernel: Kernel) -> None:
-        self.store = PrincipalStore(kernel.engine)
 
-    async def verify_token(self, token: str) -> AccessToken | None:
+class ThroughPipeline:
+    """Every inbound MCP request through halomem.pipeline (SDK server middleware).
+
+    Over HTTP the edge has already minted the id, authenticated and rate-limited the request, and
+    writes its audit row when the response starts: this binds that same request to the tool call.
+    Over stdio there is no edge: each JSON-RPC request becomes one pipeline request here,
+    authenticated with HALOMEM_TOKEN anew (a revocation applies at once) and audited. A refusal is
+    one readable line: an ``isError`` result for a tool call, a JSON-RPC error otherwise.
+    Notifications pass untouched and are not audited.
+    """
+
+    def __init__(self, pipeline: Pipeline, stdio_token: str | None) -> None:
+        self.pipeline = pipeline
+        self.stdio_token = stdio_token
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        if ctx.request_id is None:
+            return await call_next(ctx)
+        route = f"mcp {ctx.method}"
+        if ctx.method == "tools/call" and isinstance((ctx.params or {}).get("name"), str):
+            route += " " + ctx.params["name"][:50]
+        held = current(ctx.request) if ctx.request is not None else None
+        request = held or self.pipeline.begin(route, client="stdio")
+        request.route = route
+        if held is None:
+            try:
+                await anyio.to_thread.run_sync(self.pipeline.authenticate, request, self.stdio_token)
+            except HalomemError as exc:
+                await anyio.to_thread.run_sync(self.pipeline.finish, request, exc)
+                return _refusal(ctx, exc)
+        caller = request.caller
+        token = _CURRENT.set(request)
         try:
-            p = await anyio.to_thread.run_sync(self.store.authenticate, token)
-        except AuthenticationError:
-            return None
-        return AccessToken(token="-", client_id=p.id, scopes=list(p.scopes),
-                           expires_at=int(p.expires_at.timestamp()) if p.expires_at else None,
-                           claims={"namespace": p.namespace, "name": p.name})
+            with audit.tracing(request), audit.acting_as(caller.principal_id if caller else None):
+                result = await call_next(ctx)
+            if isinstance(result, dict) and result.get("isError") and request.outcome is None:
+                # refused before the tool ran (its arguments): the SDK's message, one line
+                text = next((c.get("text", "") for c in result.get("content", []) if isinstance(c, dict)), "")
+                request.outcome = InvalidInputError((text.splitlines() or ["invalid arguments"])[0][:200])
+        except Exception as exc:
+            request.outcome = exc if isinstance(exc, HalomemError) else InvalidInputError(str(exc)[:200])
+            raise
+        finally:
+            _CURRENT.reset(token)
+            if held is None:
+                await anyio.to_thread.run_sync(self.pipeline.finish, request, request.outcome)
+        return result
 
 
-def caller_from_http() -> Caller:
-    access = get_access_token()
-    if access is None or not access.claims:
+def _refusal(ctx: Any, exc: HalomemError) -> Any:
+    line = f"{exc.kind}: {(str(exc).splitlines() or [''])[0]}"
+    if ctx.method == "tools/call":
+        return CallToolResult(content=[TextContent(type="text", text=line)], is_error=True)
+    raise MCPError(code=-32001, message=line)
+
+
+def _caller() -> Caller:
+    request = _CURRENT.get()
+    if request is None or request.caller is None:
         raise ToolError("unauthenticated: this server needs Authorization: Bearer hm_...")
-    return Caller(Namespace(access.claims["namespace"]), frozenset(access.scopes), access.client_id,
-                  access.claims.get("name", ""))
+    return request.caller
 
 
-def build_mcp(kernel: Kernel, resolve_caller: Callable[[], Caller], **server_kwargs: Any) -> MCPServer:
-    mcp = MCPServer("halomem", instructions=INSTRUCTIONS, log_level="WARNING", **server_kwargs)
+def build_mcp(kernel: Kernel, pipeline: Pipeline, *, http: bool = False, stdio_token: str | None = None) -> MCPServer:
+    mcp = MCPServer("halomem", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING",
+                    middleware=[ThroughPipeline(pipeline, None if http else stdio_token)])
 
     async def call(work: Callable[[Operations], Any]) -> str:
-        caller = await anyio.to_thread.run_sync(resolve_caller)
+        request = _CURRENT.get()
+        ops = Operations(kernel, _caller(), request.request_id if request else None)
         try:
-            result = await anyio.to_thread.run_sync(lambda: work(Operations(kernel, caller)))
+            result = await anyio.to_thread.run_sync(lambda: work(ops))
         except HalomemError as exc:
+            if request is not None:
+                request.outcome = exc
             raise ToolError(f"{exc.kind}: {(str(exc).splitlines() or [''])[0]}") from None
         return json.dumps(jsonable(result), ensure_ascii=False)
 

@@ -16,10 +16,15 @@ log = logging.getLogger("halomem.server")
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 
 
+def printable(text: str) -> str:
+    """``text`` as valid UTF-8: a message quoting a caller's lone surrogate shows it escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def problem(status: int, slug: str, title: str, detail: str, *, exit_code: int,
             request_id: str | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
     body: dict[str, Any] = {"type": PROBLEM_TYPE_PREFIX + slug, "title": title, "status": status,
-                            "detail": detail, "kind": slug, "exit_code": exit_code}
+                            "detail": printable(detail), "kind": slug, "exit_code": exit_code}
     if request_id:
         body["request_id"] = request_id
     return JSONResponse(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)

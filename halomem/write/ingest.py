@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -22,7 +22,7 @@ from ..index import IndexReader, Scope
 from ..results import IngestReport  # noqa: F401 - re-exported
 from ..types import Namespace
 from .mentions import mentioned_entities
-from . import lexicon, places
+from . import chains, lexicon, places
 from .validate import check_content, check_provenance, check_source
 from .writer import new_memory_id, new_request_id
 
@@ -248,21 +248,22 @@ def _apply(conn: Any, ns: Namespace, rows: list[ParsedRow], vectors: list[str], 
         live = {r.key: r for r in found}
     applied = Applied([], [], [])
     new: list[tuple[str, ParsedRow, str, str | None]] = []
-    kept: list[int | None] = []  # a superseding row of the same source keeps its predecessor's place
+    kept: list[int | None] = []  # the places successors keep (chains.successor_place)
     for row, vec in zip(rows, vectors):
         old = live.get(row.key) if row.key is not None else None
         if old is not None and old.content == row.content:
             applied.unchanged.append(old.id)
             continue
         memory_id = new_memory_id()
-        new.append((memory_id, row, vec, old.id if old else None))
-        kept.append(old.position if old is not None and old.source == row.source else None)
-        applied.written.append(memory_id)
-        if old:
+        place = None
+        if old is not None:  # close the old head first (one live row per key), by the one chain rule
+            closed = chains.close_head(conn, ns, old.id, memory_id)
+            row = replace(row, source=chains.successor_source(row.source, closed))
+            place = chains.successor_place(row.source, closed)
             applied.superseded.append((old.id, memory_id))
-    for old_id, new_id in applied.superseded:  # close the old heads first: one live row per key
-        conn.execute(sa.update(memories).where(memories.c.id == old_id)
-                     .values(t_valid_to=sa.func.now(), superseded_by=new_id))
+        new.append((memory_id, row, vec, old.id if old else None))
+        kept.append(place)
+        applied.written.append(memory_id)
     positions = places.assign(conn, ns.path, [row.source for _, row, _, _ in new], kept)
     known = IndexReader(conn).visible_entities(Scope(ns))
     cursor = conn.connection.driver_connection.cursor()

@@ -16,10 +16,12 @@ from ..db.schema import concepts, entities, entity_aliases, memories, policies
 from ..embed import Embedder
 from ..embed.tokenize import word_boundary_pattern
 from ..errors import ConflictError, InvalidInputError, NotFoundError
-from ..index import IndexReader, Scope, in_subtree
+from ..index import IndexReader, Scope
+from ..index.acl import mentionable
+from ..limits import check_entity_names
 from ..results import NewMemory
 from ..types import Namespace
-from . import lexicon, places
+from . import chains, lexicon, places
 from .mentions import forget_mentions, mentioned_entities, record_mentions
 from .validate import check_content, check_provenance, check_source
 
@@ -73,17 +75,11 @@ class Writer:
         content, source, provenance, embedding = self._prepare(content, source, provenance)
         memory_id = new_memory_id()
         with self.engine.begin() as conn:
-            closed = conn.execute(
-                sa.update(memories)
-                .where(memories.c.id == old_id, memories.c.namespace == ns.path,
-                       memories.c.t_valid_to.is_(None), memories.c.erased_at.is_(None))
-                .values(t_valid_to=sa.func.now(), superseded_by=memory_id)
-                .returning(memories.c.source, memories.c.position)).first()
+            closed = chains.close_head(conn, ns, old_id, memory_id)
             if closed is None:
                 self._explain_not_head(conn, ns, old_id)
-            source = source or closed.source
-            [position] = places.assign(conn, ns.path, [source],
-                                       [closed.position if source == closed.source else None])
+            source = chains.successor_source(source, closed)
+            [position] = places.assign(conn, ns.path, [source], [chains.successor_place(source, closed)])
             self._insert(conn, ns, memory_id, content, embedding, source, position, provenance, supersedes=old_id)
             lexicon.count(conn, added=[memory_id], retired=[old_id])
             audit.append(conn, ns.path, "supersede", f"supersede ok old={old_id} new={memory_id}",
@@ -131,10 +127,14 @@ class Writer:
     # --- entities ----------------------------------------------------------------------------
     def add_entity(self, ns: Namespace, name: str, aliases: Sequence[str] = (), *,
                    request_id: str | None = None) -> tuple[int, int]:
-        """Register (or extend) an entity; link mentions in ``ns`` and its descendants. Returns (id, linked)."""
-        names = [n.strip() for n in (name, *aliases)]
-        if any(not n or "\x00" in n or len(n) > 200 for n in names):
-            raise InvalidInputError("entity names and aliases must be 1-200 characters without NUL bytes")
+        """Register (or extend) an entity and link the rows that mention it (``acl.mentionable``).
+
+        Returns (id, linked): ``linked`` counts only the linked rows the caller may read (its own
+        namespace's), never a descendant's, so the answer depends on nothing outside its read ACL.
+        """
+        names = check_entity_names(name, aliases)
+        if not all(names):
+            raise InvalidInputError("entity names and aliases must not be blank")
         with self.engine.begin() as conn:
             existing = conn.execute(sa.select(entities.c.id).where(
                 entities.c.namespace == ns.path, sa.func.lower(entities.c.name) == names[0].lower())).scalar()
@@ -149,14 +149,15 @@ class Writer:
 
     @staticmethod
     def _link_existing(conn: Connection, ns: Namespace, entity_id: int, names: Sequence[str]) -> int:
-        # An entity registered in ns applies to rows of ns and of its descendants.
+        """Link every mentionable row naming the entity; return how many of them ``ns`` may read."""
         prefilter = "|".join(re.escape(n) for n in names)
-        rows = conn.execute(sa.select(memories.c.id, memories.c.content).where(
-            in_subtree(memories.c.namespace, ns),
-            memories.c.t_valid_to.is_(None), memories.c.erased_at.is_(None),
-            memories.c.content.op("~*")(prefilter)))
-        hits = [r.id for r in rows if any(word_boundary_pattern(n).search(r.content) for n in names)]
-        return record_mentions(conn, ((h, entity_id) for h in hits))
+        rows = conn.execute(sa.select(memories.c.id, memories.c.namespace, memories.c.content).where(
+            mentionable(memories, ns), memories.c.content.op("~*")(prefilter)))
+        patterns = [word_boundary_pattern(n) for n in names]
+        hits = [(r.id, r.namespace) for r in rows if any(p.search(r.content) for p in patterns)]
+        record_mentions(conn, ((memory_id, entity_id) for memory_id, _ in hits))
+        readable = set(ns.lineage())
+        return sum(1 for _, owner in hits if owner in readable)
 
     # --- L3 concepts -------------------------------------------------------------------------
     def put_concept(self, ns: Namespace, path: str, content: str, *, request_id: str | None = None) -> None:
@@ -195,23 +196,43 @@ class Writer:
             audit.append(conn, ns.path, "policy", f"policy ok {json.dumps(policy, sort_keys=True)}",
                          request_id or new_request_id())
 
-    def purge(self, *, request_id: str | None = None) -> None:
+    def purge(self, *, request_id: str | None = None) -> list[str]:
         """Rewrite the memory tables so no erased content survives in live heap, TOAST or index files
         (VACUUM FULL: a short exclusive lock), then checkpoint. WAL and backups are not touched.
+        Idempotent: it rewrites whatever is there, however often it runs.
 
         The planner's statistics are data too: ANALYZE keeps sample values (common lexemes, short
         texts) in pg_statistic. They are recomputed from the remaining rows, and pg_statistic is
-        rewritten so the old samples leave its file (the database owner may; else PostgreSQL warns).
+        rewritten so the old samples leave its file.
+
+        Under a least-privilege owner role (managed PostgreSQL) the last two steps may not be
+        allowed; they are skipped and returned as sentences saying what was not done and which
+        privilege would do it (the audit row lists them too).
         """
         tables = ("memories", "mentions", "concepts", "lexicon")
+        not_done: list[str] = []
         with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             for table in tables:
                 conn.exec_driver_sql(f"VACUUM (FULL, ANALYZE) {table}")
-            conn.exec_driver_sql("VACUUM (FULL) pg_catalog.pg_statistic")
-            conn.exec_driver_sql("CHECKPOINT")
+            may = conn.exec_driver_sql(
+                "SELECT r.rolsuper OR d.datdba = r.oid, r.rolsuper OR pg_has_role(r.oid, 'pg_checkpoint', 'MEMBER')"
+                " FROM pg_roles r, pg_database d WHERE r.rolname = current_user AND d.datname = current_database()"
+            ).one()
+            if may[0]:
+                conn.exec_driver_sql("VACUUM (FULL) pg_catalog.pg_statistic")
+            else:
+                not_done.append("pg_statistic was not rewritten (needs the database's owner or a superuser): "
+                                "old planner samples stay in its file until the next VACUUM FULL of it")
+            if may[1]:
+                conn.exec_driver_sql("CHECKPOINT")
+            else:
+                not_done.append("no CHECKPOINT (needs the pg_checkpoint role): the rewritten files replace the "
+                                "old ones on disk at the server's next checkpoint")
         with self.engine.begin() as conn:
-            audit.append(conn, "-", "purge", f"purge ok tables={','.join(tables)},pg_statistic",
-                         request_id or new_request_id())
+            audit.append(conn, "-", "purge", f"purge ok tables={','.join(tables)}"
+                         + (",pg_statistic" if may[0] else "") + (" checkpoint" if may[1] else "")
+                         + (f" skipped={len(not_done)}" if not_done else ""), request_id or new_request_id())
+        return not_done
 
     def clear_policy(self, ns: Namespace, *, request_id: str | None = None) -> bool:
         with self.engine.begin() as conn:

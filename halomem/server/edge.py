@@ -1,0 +1,123 @@
+"""The HTTP side of the request pipeline (halomem.pipeline), as pure ASGI around the whole app:
+REST and MCP over HTTP go through the same steps.
+
+Per request: mint the id (X-Request-Id, the problem body's and the audit row's), authenticate the
+bearer token (not on public routes), rate-limit, read the body within the server's limit (declared
+or streamed: 413 either way), run the app with the caller bound, and write the request's audit row
+before the response starts. Anything that escapes the app's own handlers becomes problem+json.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import anyio.to_thread
+
+from .. import audit
+from ..errors import HalomemError, PayloadTooLargeError
+from ..pipeline import Pipeline, Request, error_for_status
+from .problems import from_error, from_unexpected
+
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/docs", "/openapi.json", "/docs/oauth2-redirect"})
+MCP_PATH = "/mcp"
+
+
+def current(scope_or_request: Any) -> Request | None:
+    """The pipeline's request for an ASGI scope or a Starlette request."""
+    scope = getattr(scope_or_request, "scope", scope_or_request)
+    return (scope.get("state") or {}).get("halomem_request")
+
+
+def bearer(scope: dict[str, Any]) -> str | None:
+    header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+class Edge:
+    def __init__(self, app: Any, pipeline: Pipeline, max_body: int, routes: Any = ()) -> None:
+        self.app = app
+        self.pipeline = pipeline
+        self.max_body = max_body
+        self.routes = routes  # the app's routes: audit rows name a route's template, never the path
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        public = scope["path"] in PUBLIC_PATHS
+        client = (scope.get("client") or ("-",))[0]
+        request = self.pipeline.begin(f"{scope['method']} {self._route_of(scope)}", client)
+        state = scope.setdefault("state", {})
+        state["halomem_request"], state["request_id"] = request, request.request_id
+        started = False
+
+        async def send_out(message: dict[str, Any]) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                status = int(message["status"])
+                if not public and not (scope["path"] == MCP_PATH and status == 202):  # 202: MCP notifications
+                    error = request.outcome or (error_for_status(status) if status >= 400 else None)
+                    await anyio.to_thread.run_sync(self.pipeline.finish, request, error, status)
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", request.request_id.encode())]
+            await send(message)
+
+        try:
+            if not public:
+                await anyio.to_thread.run_sync(self.pipeline.authenticate, request, bearer(scope))
+            body = await self._read_body(receive)
+            caller = request.caller
+            with audit.tracing(request), audit.acting_as(caller.principal_id if caller else None):
+                await self.app(scope, _replay(body, receive), send_out)
+        except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback
+            if started:
+                raise
+            error = _halomem_error(exc)
+            request.outcome = error or HalomemError("internal error")
+            response = from_error(error, request.request_id) if error else from_unexpected(exc, request.request_id)
+            await response(scope, receive, send_out)
+
+    def _route_of(self, scope: dict[str, Any]) -> str:
+        """The template of the route a path asks for (free text such as ids stays out)."""
+        from starlette.routing import Match
+
+        for route in self.routes:
+            if route.matches(scope)[0] is not Match.NONE:
+                return getattr(route, "path", "?")
+        return "(unknown route)"
+
+    async def _read_body(self, receive: Any) -> bytes:
+        """The whole request body, refused past the limit whether declared or streamed."""
+        chunks, seen = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.max_body:
+                raise PayloadTooLargeError(f"request body over the server's limit of {self.max_body} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                break
+        return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Any) -> Any:
+    sent = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # after the body: the client's disconnect, as the server reports it
+
+    return replay
+
+
+def _halomem_error(exc: BaseException) -> HalomemError | None:
+    """The HalomemError behind ``exc``, unwrapping the exception groups task groups make."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc if isinstance(exc, HalomemError) else None
