@@ -1,0 +1,16 @@
+"""Schemathesis checks for the API fuzz (tests/test_api_fuzz.py): loaded with SCHEMATHESIS_HOOKS."""
+import schemathesis
+
+
+@schemathesis.check
+def refusals_are_problems_with_request_ids(ctx, response, case):  # noqa: ANN001, ANN201
+    """Every 4xx is application/problem+json whose request_id is the X-Request-Id header."""
+    if response.status_code < 400:
+        return
+    content_type = (response.headers.get("content-type") or [""])[0]
+    if not content_type.startswith("application/problem+json"):
+        raise AssertionError(f"{response.status_code} answered {content_type!r}, not problem+json")
+    body = response.json()
+    header = (response.headers.get("x-request-id") or [""])[0]
+    if not header or body.get("request_id") != header:
+        raise AssertionError("the problem's request_id is not the X-Request-Id header")
