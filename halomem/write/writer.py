@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import uuid
 from typing import Any, Sequence
 
@@ -27,6 +28,12 @@ from .validate import check_content, check_provenance, check_source
 
 def new_memory_id() -> str:
     return "m_" + uuid.uuid4().hex[:20]
+
+
+def new_entity_id() -> int:
+    """A random id (below 2**53, exact in any JSON reader): a sequence would tell every caller how
+    many entities the whole store has registered, other organisations' included."""
+    return secrets.randbits(53) or 1
 
 
 def new_request_id() -> str:
@@ -139,7 +146,8 @@ class Writer:
             existing = conn.execute(sa.select(entities.c.id).where(
                 entities.c.namespace == ns.path, sa.func.lower(entities.c.name) == names[0].lower())).scalar()
             entity_id = existing or conn.execute(
-                entities.insert().values(namespace=ns.path, name=names[0]).returning(entities.c.id)).scalar_one()
+                entities.insert().values(id=new_entity_id(), namespace=ns.path, name=names[0])
+                .returning(entities.c.id)).scalar_one()
             for alias in dict.fromkeys(n for n in names[1:] if n.lower() != names[0].lower()):
                 conn.execute(insert(entity_aliases).values(entity_id=entity_id, alias=alias).on_conflict_do_nothing())
             linked = self._link_existing(conn, ns, entity_id, names)
