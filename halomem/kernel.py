@@ -314,18 +314,27 @@ class Kernel:
             audit.append(conn, ns.path, action, detail, request_id)
 
     def audit_event(self, ns: str | Namespace, action: str, detail: str, request_id: str) -> None:
-        """Append one audit row in its own transaction (a refused request, a fallback)."""
-        self._audit(namespace(ns), action, detail, request_id)
+        """Append one audit row in its own transaction (a refused request, a fallback); ``ns`` "-"
+        is the store itself (a request with no caller namespace, a store-wide operator command)."""
+        with self.engine.begin() as conn:
+            audit.append(conn, "-" if ns == "-" else namespace(ns).path, action, detail, request_id)
 
     # --- policy & audit ----------------------------------------------------------------------
     def set_policy(self, ns: str | Namespace, policy: dict[str, Any], *, request_id: str | None = None) -> Policy:
         """Route ``ns`` (and descendants without their own policy) to a driver or an A/B split."""
-        parsed = parse_policy(policy)
-        for name in ([parsed.retriever] if parsed.retriever else [parsed.ab_test.a, parsed.ab_test.b]):
-            if not self.registry.has(name):
-                log.warning("policy names driver %r, which is not mounted here: searches will serve baseline", name)
-        self.writer.set_policy(namespace(ns), parsed.to_dict(), request_id=request_id)
+        [parsed] = self.set_policies({namespace(ns).path: policy}, request_id=request_id)
         return parsed
+
+    def set_policies(self, policies: dict[str, Any], *, request_id: str | None = None) -> list[Policy]:
+        """Set several namespaces' policies: every one validated first, then all written in one
+        transaction (or none)."""
+        items = [(namespace(ns), parse_policy(p)) for ns, p in policies.items()]
+        for _, parsed in items:
+            for name in ([parsed.retriever] if parsed.retriever else [parsed.ab_test.a, parsed.ab_test.b]):
+                if not self.registry.has(name):
+                    log.warning("policy names driver %r, which is not mounted here: searches will serve baseline", name)
+        self.writer.set_policies([(ns, parsed.to_dict()) for ns, parsed in items], request_id=request_id)
+        return [parsed for _, parsed in items]
 
     def clear_policy(self, ns: str | Namespace, *, request_id: str | None = None) -> bool:
         """Remove ``ns``'s own policy (it inherits again); False if it had none."""

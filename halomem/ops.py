@@ -159,3 +159,66 @@ class Operations:
 def for_operator(kernel: Kernel, ns: str | Namespace | None) -> Operations:
     """Local trust: whoever owns the data dir acts as the operator of ``--ns``."""
     return Operations(kernel, Caller.operator(namespace(ns)))
+
+
+class StoreOperations:
+    """The local operator's store-wide commands (local trust over the whole data dir: no token, no
+    namespace): tokens of any namespace, purge, namespace indexes, policy export and import, the
+    audit trail. Each call is one request with its own id and exactly one audit row under ``-``
+    (its ``<op> ok ...`` or ``<op> refused kind=...``), unless the kernel writes the operation's own
+    rows (purge; policy import: one per namespace; token revocation: one per token)."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+
+    def _run(self, op: str, body: Callable[[str], T], detail: Callable[[T], str] | None = None) -> T:
+        request_id = new_request_id()
+        try:
+            result = body(request_id)
+        except HalomemError as exc:
+            self.kernel.audit_event("-", op, f"{op} refused kind={exc.slug}", request_id)
+            raise
+        if detail is not None:
+            self.kernel.audit_event("-", op, f"{op} ok {detail(result)}".strip(), request_id)
+        return result
+
+    def list_tokens(self, subtree: str | Namespace | None = None) -> list[Principal]:
+        root = namespace(subtree) if subtree is not None else None
+        return self._run("token", lambda rid: PrincipalStore(self.kernel.engine).list(root),
+                         lambda rows: f"listed={len(rows)}")
+
+    def revoke_token(self, principal_id: str) -> Principal:
+        return self._run("token", lambda rid: PrincipalStore(self.kernel.engine).revoke(
+            check_id(principal_id, "token id"), request_id=rid))
+
+    def purge(self) -> list[str]:
+        return self._run("purge", lambda rid: self.kernel.writer.purge(request_id=rid))
+
+    def index_namespace(self, ns: str | Namespace) -> bool:
+        return self._run("index", lambda rid: self.kernel.index_namespace(ns), lambda made: f"created={made}")
+
+    def drop_namespace_index(self, ns: str | Namespace) -> bool:
+        return self._run("index", lambda rid: self.kernel.drop_namespace_index(ns), lambda gone: f"dropped={gone}")
+
+    def namespace_indexes(self) -> list[str]:
+        return self._run("index", lambda rid: self.kernel.namespace_indexes(), lambda names: f"listed={len(names)}")
+
+    def policies(self) -> list[Policy]:
+        return self._run("policy", lambda rid: self.kernel.policies(), lambda rows: f"exported={len(rows)}")
+
+    def import_policies(self, policies: dict[str, Any]) -> list[Policy]:
+        """All validated, then all written in one transaction, or none."""
+        return self._run("policy", lambda rid: self.kernel.set_policies(policies, request_id=rid))
+
+    def audit_tail(self, n: int = 20, action: str | None = None) -> list[audit.AuditRow]:
+        return self._run("audit", lambda rid: self.kernel.audit_tail(n, action), lambda rows: f"rows={len(rows)}")
+
+    def audit_verify(self, expected: Sequence[Any] = ()) -> audit.VerifyResult:
+        """Verify before the row for this request is written, so the head it records is the chain's."""
+        return self._run("audit", lambda rid: self.kernel.audit_verify(expected),
+                         lambda result: f"verified={result.ok} rows={result.rows}")
+
+
+def for_store(kernel: Kernel) -> StoreOperations:
+    """Local trust, store-wide: the operator's commands that name no namespace."""
+    return StoreOperations(kernel)

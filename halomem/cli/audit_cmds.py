@@ -27,7 +27,9 @@ def tail(n: int = typer.Option(20, "-n", help="How many rows."),
         for r in rows:
             r["at"] = datetime.fromisoformat(r["at"])
     else:
-        rows = [dataclasses.asdict(r) for r in kernel().audit_tail(n, action)]
+        from ..ops import for_store
+
+        rows = [dataclasses.asdict(r) for r in for_store(kernel()).audit_tail(n, action)]
     if as_json:
         emit_json(rows)
         return
@@ -50,7 +52,9 @@ def verify(expect_head: Optional[str] = typer.Option(None, "--expect-head", help
         expected = [parse_head(expect_head)] if expect_head else []
     except ValueError as exc:
         raise InvalidInputError(f"--expect-head: {exc}") from None
-    result = kernel().audit_verify(expected)
+    from ..ops import for_store
+
+    result = for_store(kernel()).audit_verify(expected)
     if as_json:
         emit_json(result)
     elif result.ok:

@@ -65,6 +65,7 @@ def register(app: typer.Typer) -> None:
                                          "erased text survives on disk (WAL and backups excepted; local only)."),
               as_json: bool = JsonOption) -> None:
         """Erase a memory's content, vector, source and provenance for good (a tombstone and an audit row stay)."""
+        from ..ops import for_store
         from .common import remote
 
         if purge and remote():
@@ -77,7 +78,7 @@ def register(app: typer.Typer) -> None:
                 raise
             request_id = None  # erased before (e.g. by an agent): the purge is what is asked for now
             err.print(f"halomem: {exc}; purging", markup=False)
-        not_done = kernel().purge() if purge else []
+        not_done = for_store(kernel()).purge() if purge else []
         for sentence in not_done:
             err.print(f"halomem: warning: purge: {sentence}", markup=False)
         if as_json:

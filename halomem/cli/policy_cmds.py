@@ -68,7 +68,9 @@ def describe(policy) -> str:  # noqa: ANN001 - halomem.policy.Policy
 @app.command("export")
 def policy_export(as_json: bool = JsonOption) -> None:
     """Every namespace's own policy, as YAML (or JSON)."""
-    exported = {p.namespace: p.to_dict() for p in kernel().policies()}
+    from ..ops import for_store
+
+    exported = {p.namespace: p.to_dict() for p in for_store(kernel()).policies()}
     if as_json:
         emit_json(exported)
     else:
@@ -79,9 +81,8 @@ def policy_export(as_json: bool = JsonOption) -> None:
 
 @app.command("import")
 def policy_import(path: Path, as_json: bool = JsonOption) -> None:
-    """Apply a YAML file mapping namespace -> policy (all validated before any is written)."""
-    from ..policy import parse_policy
-
+    """Apply a YAML file mapping namespace -> policy: all validated, then all written in one
+    transaction, or none."""
     try:
         import yaml
 
@@ -92,12 +93,9 @@ def policy_import(path: Path, as_json: bool = JsonOption) -> None:
         raise InvalidInputError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
         raise InvalidInputError(f"{path}: expected a mapping of namespace -> policy")
-    from ..limits import namespace
+    from ..ops import for_store
 
-    parsed = [(namespace(str(ns)), parse_policy(p)) for ns, p in data.items()]
-    k = kernel()
-    for ns, policy in parsed:
-        k.set_policy(ns, policy.to_dict())
+    parsed = for_store(kernel()).import_policies({str(ns): p for ns, p in data.items()})
     emit_json({"imported": len(parsed)}) if as_json else out.print(f"imported {len(parsed)} policies")
 
 

@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
                                       " (halomem token create ...)")
         k = kernel()
         pipeline = Pipeline(k, rate=rate_limit, burst=burst)
-        pipeline.principals.authenticate(token)  # fail fast with exit 12 on a bad token
+        pipeline.authenticate(pipeline.begin("mcp start", "stdio"), token)  # fail fast: exit 12 on a bad token
         try:
             build_mcp(k, pipeline, stdio_token=token).run("stdio")
         finally:

@@ -38,10 +38,9 @@ def list_tokens(ns: Optional[str] = typer.Option(None, "--ns", help="Only this n
     """Tokens (never their secrets), with their state."""
     from rich.table import Table
 
-    from ..auth.store import PrincipalStore
-    from ..limits import namespace
+    from ..ops import for_store
 
-    rows = PrincipalStore(kernel().engine).list(namespace(ns) if ns else None)
+    rows = for_store(kernel()).list_tokens(ns)
     if as_json:
         emit_json([p.public() for p in rows])
         return
@@ -60,9 +59,8 @@ def list_tokens(ns: Optional[str] = typer.Option(None, "--ns", help="Only this n
 def revoke(principal_id: str = typer.Argument(..., help="The token's id (hm_<id>_...)."),
            as_json: bool = JsonOption) -> None:
     """Revoke a token and every token minted from it; the next request that presents one is refused."""
-    from ..auth.store import PrincipalStore
-    from ..write.writer import new_request_id
+    from ..ops import for_store
 
-    p = PrincipalStore(kernel().engine).revoke(principal_id, request_id=new_request_id())
+    p = for_store(kernel()).revoke_token(principal_id)
     emit_json(p.public()) if as_json else out.print(f"revoked {p.id} ({p.name}, {p.namespace})",
                                                               markup=False)

@@ -196,13 +196,17 @@ class Writer:
         return made
 
     def set_policy(self, ns: Namespace, policy: dict[str, Any], *, request_id: str | None = None) -> None:
-        stmt = insert(policies).values(namespace=ns.path, policy=policy)
-        stmt = stmt.on_conflict_do_update(index_elements=[policies.c.namespace],
-                                          set_={"policy": policy, "updated_at": sa.func.now()})
+        self.set_policies([(ns, policy)], request_id=request_id)
+
+    def set_policies(self, items: Sequence[tuple[Namespace, dict[str, Any]]], *, request_id: str | None = None) -> None:
+        """Set several namespaces' policies in one transaction: all of them or none (one audit row each)."""
+        request_id = request_id or new_request_id()
         with self.engine.begin() as conn:
-            conn.execute(stmt)
-            audit.append(conn, ns.path, "policy", f"policy ok {json.dumps(policy, sort_keys=True)}",
-                         request_id or new_request_id())
+            for ns, policy in items:
+                stmt = insert(policies).values(namespace=ns.path, policy=policy)
+                conn.execute(stmt.on_conflict_do_update(index_elements=[policies.c.namespace],
+                                                        set_={"policy": policy, "updated_at": sa.func.now()}))
+                audit.append(conn, ns.path, "policy", f"policy ok {json.dumps(policy, sort_keys=True)}", request_id)
 
     def purge(self, *, request_id: str | None = None) -> list[str]:
         """Rewrite the memory tables so no erased content survives in live heap, TOAST or index files
