@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 from urllib.parse import quote, urlencode, urlsplit
 
 from .errors import AuthenticationError, HalomemError, ServiceUnreachableError, error_for_problem
-from .results import Hit, IngestReport, MemoryRow, NewMemory, SearchResult
+from .results import ConceptStored, EntityAdded, Erased, Hit, IngestReport, MemoryRow, NewMemory, SearchResult
 
 if TYPE_CHECKING:
     import httpx2
@@ -217,8 +217,8 @@ class Client:
                           json={"content": content, "source": source, "provenance": provenance})
         return NewMemory(data["id"], data["namespace"], data["source"], data.get("request_id"))
 
-    def erase(self, memory_id: str, *, reason: str = "") -> str:
-        return self._call("POST", f"/v1/memories/{_seg(memory_id)}/erase", json={"reason": reason})["request_id"]
+    def erase(self, memory_id: str, *, reason: str = "") -> Erased:
+        return Erased.from_dict(self._call("POST", f"/v1/memories/{_seg(memory_id)}/erase", json={"reason": reason}))
 
     def history(self, memory_id: str) -> list[MemoryRow]:
         return [_row(r) for r in self._call("GET", f"/v1/memories/{_seg(memory_id)}/history")["chain"]]
@@ -245,12 +245,12 @@ class Client:
     def entities(self) -> list[dict[str, Any]]:
         return self._call("GET", "/v1/entities")["entities"]
 
-    def add_entity(self, name: str, aliases: Sequence[str] = ()) -> tuple[int, int]:
-        data = self._call("POST", "/v1/entities", json={"name": name, "aliases": list(aliases)})
-        return data["id"], data["linked"]
+    def add_entity(self, name: str, aliases: Sequence[str] = ()) -> EntityAdded:
+        return EntityAdded.from_dict(self._call("POST", "/v1/entities", json={"name": name, "aliases": list(aliases)}))
 
-    def put_concept(self, path: str, content: str) -> str:
-        return self._call("PUT", f"/v1/concepts/{quote(path, safe='/')}", json={"content": content})["request_id"]
+    def put_concept(self, path: str, content: str) -> ConceptStored:
+        return ConceptStored.from_dict(self._call("PUT", f"/v1/concepts/{quote(path, safe='/')}",
+                                                  json={"content": content}))
 
     def concepts(self, query: str, k: int = 10) -> "list[ScoredRef]":
         from .types import ScoredRef
@@ -269,11 +269,12 @@ class Client:
         data.pop("namespace", None)
         return parse_policy(data, None if source == "default" else source)
 
-    def set_policy(self, target: str | None, policy: dict[str, Any]) -> "Policy":
+    def set_policy(self, target: str | None, policy: dict[str, Any], *, allow_unmounted: bool = False) -> "Policy":
         from .policy.model import parse_policy
 
         target = target or self.namespace
-        data = self._call("PUT", f"/v1/policies/{quote(target, safe='/')}", json=policy)
+        body = {**policy, "allow_unmounted": True} if allow_unmounted else policy
+        data = self._call("PUT", f"/v1/policies/{quote(target, safe='/')}", json=body)
         data.pop("namespace", None)
         return parse_policy(data, target)
 

@@ -320,19 +320,29 @@ class Kernel:
             audit.append(conn, "-" if ns == "-" else namespace(ns).path, action, detail, request_id)
 
     # --- policy & audit ----------------------------------------------------------------------
-    def set_policy(self, ns: str | Namespace, policy: dict[str, Any], *, request_id: str | None = None) -> Policy:
+    def set_policy(self, ns: str | Namespace, policy: dict[str, Any], *, request_id: str | None = None,
+                   allow_unmounted: bool = False) -> Policy:
         """Route ``ns`` (and descendants without their own policy) to a driver or an A/B split."""
-        [parsed] = self.set_policies({namespace(ns).path: policy}, request_id=request_id)
+        [parsed] = self.set_policies({namespace(ns).path: policy}, request_id=request_id,
+                                     allow_unmounted=allow_unmounted)
         return parsed
 
-    def set_policies(self, policies: dict[str, Any], *, request_id: str | None = None) -> list[Policy]:
+    def set_policies(self, policies: dict[str, Any], *, request_id: str | None = None,
+                     allow_unmounted: bool = False) -> list[Policy]:
         """Set several namespaces' policies: every one validated first, then all written in one
-        transaction (or none)."""
+        transaction (or none). A driver not mounted here is refused (a typo would silently serve
+        baseline) unless ``allow_unmounted`` says it will be installed later; searches then fall
+        back to baseline until it is."""
         items = [(namespace(ns), parse_policy(p)) for ns, p in policies.items()]
         for _, parsed in items:
             for name in ([parsed.retriever] if parsed.retriever else [parsed.ab_test.a, parsed.ab_test.b]):
-                if not self.registry.has(name):
-                    log.warning("policy names driver %r, which is not mounted here: searches will serve baseline", name)
+                if self.registry.has(name):
+                    continue
+                if not allow_unmounted:
+                    raise InvalidInputError(f"no driver {name!r} is mounted here (mounted: "
+                                            f"{', '.join(self.registry.names())}); to name one that will be "
+                                            "installed later, allow unmounted drivers (--allow-unmounted)")
+                log.warning("policy names driver %r, which is not mounted here: searches will serve baseline", name)
         self.writer.set_policies([(ns, parsed.to_dict()) for ns, parsed in items], request_id=request_id)
         return [parsed for _, parsed in items]
 
@@ -376,6 +386,17 @@ class Kernel:
                 heads.record(self.settings.home, audit.log.head(conn))
         except OSError as exc:
             log.warning("audit head not recorded in %s: %s", self.settings.home, exc.strerror or exc)
+
+    def case_twins(self, ns: str | Namespace) -> list[str]:
+        """Namespaces holding live rows whose path equals ``ns`` but for case (namespaces are case
+        sensitive: `Acme/Eng` is not `acme/eng`); for the operator's hint when a search finds nothing."""
+        from .db.schema import memories
+
+        path = namespace(ns).path
+        with self.engine.connect() as conn:
+            return list(conn.execute(sa.select(memories.c.namespace).distinct().where(
+                sa.func.lower(memories.c.namespace) == path.lower(), memories.c.namespace != path,
+                memories.c.t_valid_to.is_(None), memories.c.erased_at.is_(None)).limit(3)).scalars())
 
     # --- namespace indexes (see db.migrations.create_namespace_indexes) ---------------------
     def index_namespace(self, ns: str | Namespace) -> bool:

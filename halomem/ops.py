@@ -18,7 +18,7 @@ from .errors import DriverError, HalomemError, NotFoundError, PermissionDeniedEr
 from .kernel import Kernel
 from .limits import MAX_REASON_CHARS, check_id, check_text, namespace
 from .policy import Policy
-from .results import IngestReport, MemoryRow, NewMemory, SearchResult
+from .results import ConceptStored, EntityAdded, Erased, IngestReport, MemoryRow, NewMemory, SearchResult
 from .types import Namespace, ScoredRef
 from .write.writer import new_request_id
 
@@ -97,12 +97,12 @@ class Operations:
             return self.kernel.supersede(ns, old_id, content, source=source, provenance=provenance, request_id=rid)
         return self._run("supersede", WRITE, body)
 
-    def erase(self, memory_id: str, *, reason: str = "") -> str:
-        def body(ns: Namespace, rid: str) -> str:
+    def erase(self, memory_id: str, *, reason: str = "") -> Erased:
+        def body(ns: Namespace, rid: str) -> Erased:
             self._own_row(ns, memory_id)
             self.kernel.erase(ns, memory_id, reason=check_text(reason, "reason", MAX_REASON_CHARS, allow_empty=True),
                               request_id=rid)
-            return rid
+            return Erased(memory_id, ns.path, rid)
         return self._run("erase", WRITE, body)
 
     def ingest_bytes(self, raw: bytes, *, fmt: str = "jsonl", skip_bad: bool = False,
@@ -117,21 +117,25 @@ class Operations:
             ns, path, fmt=fmt, skip_bad=skip_bad, progress=progress, on_parsed=on_parsed, request_id=rid,
             on_write=on_write))
 
-    def add_entity(self, name: str, aliases: Sequence[str] = ()) -> tuple[int, int]:
-        return self._run("entity", WRITE, lambda ns, rid: self.kernel.add_entity(ns, name, aliases, request_id=rid))
+    def add_entity(self, name: str, aliases: Sequence[str] = ()) -> EntityAdded:
+        def body(ns: Namespace, rid: str) -> EntityAdded:
+            entity_id, linked = self.kernel.add_entity(ns, name, aliases, request_id=rid)
+            return EntityAdded(entity_id, name, list(aliases), linked, ns.path, rid)
+        return self._run("entity", WRITE, body)
 
-    def put_concept(self, path: str, content: str) -> str:
-        def body(ns: Namespace, rid: str) -> str:
+    def put_concept(self, path: str, content: str) -> ConceptStored:
+        def body(ns: Namespace, rid: str) -> ConceptStored:
             self.kernel.put_concept(ns, path, content, request_id=rid)
-            return rid
+            return ConceptStored(path, ns.path, rid)
         return self._run("concept", WRITE, body)
 
     def materialize_concept(self, path: str) -> NewMemory:
         return self._run("concept", WRITE, lambda ns, rid: self.kernel.materialize_concept(ns, path, request_id=rid))
 
     # --- administration (the caller's namespace and its descendants) ---------------------------
-    def set_policy(self, target: Namespace | None, policy: dict[str, Any]) -> Policy:
-        return self._run("policy", ADMIN, lambda ns, rid: self.kernel.set_policy(ns, policy, request_id=rid), target)
+    def set_policy(self, target: Namespace | None, policy: dict[str, Any], *, allow_unmounted: bool = False) -> Policy:
+        return self._run("policy", ADMIN, lambda ns, rid: self.kernel.set_policy(
+            ns, policy, request_id=rid, allow_unmounted=allow_unmounted), target)
 
     def clear_policy(self, target: Namespace | None) -> bool:
         return self._run("policy", ADMIN, lambda ns, rid: self.kernel.clear_policy(ns, request_id=rid), target)
@@ -191,6 +195,10 @@ class StoreOperations:
         return self._run("token", lambda rid: PrincipalStore(self.kernel.engine).revoke(
             check_id(principal_id, "token id"), request_id=rid))
 
+    def case_twins(self, ns: str | Namespace) -> list[str]:
+        """Read-only hint for the local operator (no audit row: it is part of the search it follows)."""
+        return self.kernel.case_twins(ns)
+
     def purge(self) -> list[str]:
         return self._run("purge", lambda rid: self.kernel.writer.purge(request_id=rid))
 
@@ -206,9 +214,10 @@ class StoreOperations:
     def policies(self) -> list[Policy]:
         return self._run("policy", lambda rid: self.kernel.policies(), lambda rows: f"exported={len(rows)}")
 
-    def import_policies(self, policies: dict[str, Any]) -> list[Policy]:
+    def import_policies(self, policies: dict[str, Any], *, allow_unmounted: bool = False) -> list[Policy]:
         """All validated, then all written in one transaction, or none."""
-        return self._run("policy", lambda rid: self.kernel.set_policies(policies, request_id=rid))
+        return self._run("policy", lambda rid: self.kernel.set_policies(policies, request_id=rid,
+                                                                        allow_unmounted=allow_unmounted))
 
     def audit_tail(self, n: int = 20, action: str | None = None) -> list[audit.AuditRow]:
         return self._run("audit", lambda rid: self.kernel.audit_tail(n, action), lambda rows: f"rows={len(rows)}")

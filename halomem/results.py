@@ -45,7 +45,7 @@ class SearchResult:
         return {"query": self.query, "namespace": self.namespace, "driver": self.driver,
                 "requested_driver": self.requested_driver, "fallback": self.fallback,
                 "request_id": self.request_id, "tokens": self.tokens, "dropped": self.dropped,
-                "hits": [asdict(h) for h in self.hits]}
+                "elapsed_ms": round(self.elapsed_ms, 3), "hits": [asdict(h) for h in self.hits]}
 
 
 @dataclass(frozen=True)
@@ -88,3 +88,52 @@ class IngestReport:
         return {"written": self.written, "namespace": self.namespace, "ids": self.ids, "unchanged": self.unchanged,
                 "superseded": [{"old": old, "new": new} for old, new in self.superseded],
                 "request_id": self.request_id, "skipped": [{"line": n, "reason": why} for n, why in self.skipped]}
+
+
+@dataclass(frozen=True)
+class Erased:
+    id: str
+    namespace: str
+    request_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The one JSON shape of an erase (CLI, REST, MCP, the client)."""
+        return {"erased": self.id, "namespace": self.namespace, "request_id": self.request_id}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Erased":
+        return cls(data["erased"], data["namespace"], data.get("request_id"))
+
+
+@dataclass(frozen=True)
+class EntityAdded:
+    id: int
+    name: str
+    aliases: list[str]
+    linked: int  # mentions linked that the caller may read (index.acl.mentionable)
+    namespace: str
+    request_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "aliases": list(self.aliases), "linked": self.linked,
+                "namespace": self.namespace, "request_id": self.request_id}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "EntityAdded":
+        return cls(data["id"], data["name"], list(data["aliases"]), data["linked"], data["namespace"],
+                   data.get("request_id"))
+
+
+@dataclass(frozen=True)
+class ConceptStored:
+    path: str
+    namespace: str
+    request_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "namespace": self.namespace, "ref": f"{self.namespace}:{self.path}",
+                "request_id": self.request_id}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ConceptStored":
+        return cls(data["path"], data["namespace"], data.get("request_id"))

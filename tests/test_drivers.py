@@ -174,7 +174,9 @@ def test_other_driver_exception_fails_request_clearly(kernel, corpus):
 
 
 def test_unmounted_policy_driver_serves_baseline_with_warning(kernel, corpus, caplog):
-    kernel.set_policy("acme/eng", {"retriever": "nonexistent"})
+    with pytest.raises(InvalidInputError, match="no driver 'nonexistent' is mounted"):
+        kernel.set_policy("acme/eng", {"retriever": "nonexistent"})
+    kernel.set_policy("acme/eng", {"retriever": "nonexistent"}, allow_unmounted=True)
     with caplog.at_level(logging.WARNING, logger="halomem"):
         result = kernel.search("acme/eng", "accordion")
     assert result.driver == "baseline" and result.requested_driver == "nonexistent"

@@ -56,7 +56,7 @@ def test_entity_registration_answers_nothing_about_rows_the_caller_cannot_read(a
     with httpx2.Client(base_url=api_server.url, headers=bearer(org)) as http:
         guesses = [http.post("/v1/entities", json={"name": name}).json() for name in ("Falcon", "Pelican")]
         assert [g["linked"] for g in guesses] == [0, 0]  # O/sales's word and a wrong guess look the same
-        assert {k for g in guesses for k in g} == {"id", "name", "aliases", "linked", "namespace"}
+        assert {k for g in guesses for k in g} == {"id", "name", "aliases", "linked", "namespace", "request_id"}
     # the descendant's own callers still find the ancestor's entity linked to their rows (graph driver)
     linked_below = count(kernel, "SELECT count(*) FROM mentions m JOIN memories r ON r.id = m.memory_id"
                                  " WHERE r.namespace = 'O/eng/infra'")

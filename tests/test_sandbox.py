@@ -420,3 +420,5 @@ def test_a_file_that_fails_the_scan_is_never_executed(cli_env, tmp_path):
     results = {c["id"]: c["result"] for c in report["checks"]}
     assert results.pop("read-only") == "FAIL" and set(results.values()) == {"SKIP"}
     assert not marker.exists()
+    summary = proc.stderr.strip().splitlines()[-1]  # the skipped checks are said to be not run, not failed
+    assert summary.endswith(f"(failed: read-only; not run: {', '.join(results)})"), summary

@@ -23,7 +23,7 @@ def corpus(kernel):
     facts = ["the glacier station logs ice core depth daily", "the glacier cafe serves cardamom buns",
              "ice core samples are stored at minus 30 degrees", "unrelated note about printers"]
     ids = [kernel.remember("polar", f).id for f in facts]
-    kernel.set_policy("polar", {"retriever": "mem0"})
+    kernel.set_policy("polar", {"retriever": "mem0"}, allow_unmounted=True)  # mounted by each test
     return ids
 
 
@@ -139,7 +139,7 @@ def test_server_killed_mid_request(kernel, corpus):
 
 def test_candidates_are_capped_and_content_comes_from_them(kernel):
     kernel.ingest_texts("big", [f"ice core fact {i}" for i in range(400)])
-    kernel.set_policy("big", {"retriever": "mem0"})
+    kernel.set_policy("big", {"retriever": "mem0"}, allow_unmounted=True)
     with FaultySidecar(["ok"]) as sidecar:
         _mount(kernel, sidecar.url)
         result = kernel.search("big", "ice core fact", k=5)

@@ -31,6 +31,8 @@ def register(app: typer.Typer) -> None:
         else:
             render(report, out)
         if not report.ok:
-            failed = [c.id for c in report.checks if not c.passed]
+            failed = [c.id for c in report.checks if c.result == "FAIL"]
+            skipped = [c.id for c in report.checks if c.result == "SKIP"]
             raise ConformanceFailed(f"driver {report.driver!r} passed {report.passed_count}/6 checks "
-                                    f"(failed: {', '.join(failed)})")
+                                    f"(failed: {', '.join(failed) or '-'}"
+                                    + (f"; not run: {', '.join(skipped)}" if skipped else "") + ")")

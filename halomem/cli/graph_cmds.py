@@ -14,12 +14,11 @@ concept_app = typer.Typer(no_args_is_help=True, help="L3 concepts (the cold tier
 def entity_add(name: str, alias: List[str] = typer.Option([], "--alias", "-a", help="Repeatable."),
                ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """Register an entity (or add aliases); links mentions in the namespace and its descendants."""
-    ops = data(ns)
-    entity_id, linked = ops.add_entity(name, alias)
+    added = data(ns).add_entity(name, alias)
     if as_json:
-        emit_json({"id": entity_id, "name": name, "aliases": alias, "linked": linked, "namespace": str(ops.namespace)})
+        emit_json(added.to_dict())
     else:
-        out.print(f"entity {entity_id} {name!r}: {linked} mention(s) linked", markup=False)
+        out.print(f"entity {added.id} {name!r}: {added.linked} mention(s) linked", markup=False)
 
 
 @entity_app.command("list")
@@ -40,13 +39,11 @@ def entity_list(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> Non
 @concept_app.command("put")
 def concept_put(path: str, text: str, ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """Create or replace an L3 concept."""
-    ops = data(ns)
-    request_id = ops.put_concept(path, text)
+    stored = data(ns).put_concept(path, text)
     if as_json:
-        emit_json({"path": path, "namespace": str(ops.namespace), "ref": f"{ops.namespace}:{path}",
-                   "request_id": request_id})
+        emit_json(stored.to_dict())
     else:
-        out.print(f"concept {ops.namespace}:{path} stored")
+        out.print(f"concept {stored.namespace}:{path} stored")
 
 
 @concept_app.command("search")
@@ -71,5 +68,5 @@ def concept_search(query: str, ns: Optional[str] = NsOption, k: int = typer.Opti
 def concept_materialize(path: str, ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """Copy a concept into L2 as a memory of the namespace."""
     made = data(ns).materialize_concept(path)
-    emit_json({"id": made.id, "concept": path, "namespace": made.namespace}) if as_json \
+    emit_json({**made.to_dict(), "concept": path}) if as_json \
         else out.print(made.id, markup=False)

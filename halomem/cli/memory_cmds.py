@@ -66,24 +66,24 @@ def register(app: typer.Typer) -> None:
               as_json: bool = JsonOption) -> None:
         """Erase a memory's content, vector, source and provenance for good (a tombstone and an audit row stay)."""
         from ..ops import for_store
+        from ..results import Erased
         from .common import remote
 
         if purge and remote():
             raise InvalidInputError("--purge is an operator command: run it where the database is local")
         ops = data(ns)
         try:
-            request_id = ops.erase(memory_id, reason=reason)
+            erased = ops.erase(memory_id, reason=reason)
         except ConflictError as exc:
             if not purge or "already erased" not in str(exc):
                 raise
-            request_id = None  # erased before (e.g. by an agent): the purge is what is asked for now
+            erased = Erased(memory_id, str(ops.namespace))  # erased before (by an agent?): purge it now
             err.print(f"halomem: {exc}; purging", markup=False)
         not_done = for_store(kernel()).purge() if purge else []
         for sentence in not_done:
             err.print(f"halomem: warning: purge: {sentence}", markup=False)
         if as_json:
-            emit_json({"erased": memory_id, "namespace": str(ops.namespace), "request_id": request_id,
-                       "purged": purge, "purge_not_done": not_done})
+            emit_json({**erased.to_dict(), "purged": purge, "purge_not_done": not_done})
         else:
             out.print(f"erased {memory_id}", markup=False)
 

@@ -15,7 +15,10 @@ app = typer.Typer(no_args_is_help=True, help="Per-namespace retriever routing.")
 @app.command("set")
 def policy_set(ns: Optional[str] = NsOption, retriever: Optional[str] = typer.Option(None),
                ab_a: Optional[str] = typer.Option(None, "--ab-a"), ab_b: Optional[str] = typer.Option(None, "--ab-b"),
-               pct_b: Optional[int] = typer.Option(None, "--pct-b"), as_json: bool = JsonOption) -> None:
+               pct_b: Optional[int] = typer.Option(None, "--pct-b"),
+               allow_unmounted: bool = typer.Option(False, "--allow-unmounted", help="Name a driver that is not "
+                                                    "installed yet (searches serve baseline until it is)."),
+               as_json: bool = JsonOption) -> None:
     """Route a namespace to one driver (--retriever) or split it (--ab-a A --ab-b B --pct-b 25)."""
     if retriever and not any((ab_a, ab_b, pct_b is not None)):
         wanted: dict = {"retriever": retriever}
@@ -24,7 +27,7 @@ def policy_set(ns: Optional[str] = NsOption, retriever: Optional[str] = typer.Op
     else:
         raise InvalidInputError("give either --retriever NAME or all of --ab-a, --ab-b and --pct-b")
     ops = data(ns)
-    policy = ops.set_policy(None, wanted)
+    policy = ops.set_policy(None, wanted, allow_unmounted=allow_unmounted)
     where = str(ops.namespace)
     if as_json:
         emit_json({**policy.to_dict(), "namespace": where, "from": where})
@@ -80,7 +83,9 @@ def policy_export(as_json: bool = JsonOption) -> None:
 
 
 @app.command("import")
-def policy_import(path: Path, as_json: bool = JsonOption) -> None:
+def policy_import(path: Path, allow_unmounted: bool = typer.Option(False, "--allow-unmounted", help="Accept drivers"
+                                                                  " not installed yet."),
+                  as_json: bool = JsonOption) -> None:
     """Apply a YAML file mapping namespace -> policy: all validated, then all written in one
     transaction, or none."""
     try:
@@ -95,7 +100,8 @@ def policy_import(path: Path, as_json: bool = JsonOption) -> None:
         raise InvalidInputError(f"{path}: expected a mapping of namespace -> policy")
     from ..ops import for_store
 
-    parsed = for_store(kernel()).import_policies({str(ns): p for ns, p in data.items()})
+    parsed = for_store(kernel()).import_policies({str(ns): p for ns, p in data.items()},
+                                                 allow_unmounted=allow_unmounted)
     emit_json({"imported": len(parsed)}) if as_json else out.print(f"imported {len(parsed)} policies")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 import typer
-from .common import JsonOption, NsOption, data, emit_json, kernel, out, print_text
+from .common import JsonOption, NsOption, data, emit_json, err, kernel, literal, out, print_text, remote
 
 drivers_app = typer.Typer(no_args_is_help=True, help="Mounted retriever drivers.")
 
@@ -18,7 +18,15 @@ def register(app: typer.Typer) -> None:
                driver: Optional[str] = typer.Option(None, "--driver", help="Override the namespace policy."),
                as_json: bool = JsonOption) -> None:
         """Search what the caller's namespace may see, ranked by the policy's driver."""
-        result = data(ns).search(query, k=k, token_budget=budget, sources=source or None, driver=driver)
+        ops = data(ns)
+        result = ops.search(query, k=k, token_budget=budget, sources=source or None, driver=driver)
+        if not result.hits and remote() is None:  # local: the operator named the namespace
+            from ..ops import for_store
+
+            twins = for_store(kernel()).case_twins(result.namespace)
+            if twins:
+                err.print(f"halomem: warning: {result.namespace} holds nothing, but {', '.join(twins)} (differing "
+                          "only in case) does: namespaces are case-sensitive", markup=False)
         if as_json:
             emit_json(result.to_dict())
             return
@@ -38,13 +46,20 @@ def drivers_list(as_json: bool = JsonOption) -> None:
     k = kernel()
     rows = []
     for name in k.registry.names():
-        caps = k.registry.get(name).capabilities()
-        rows.append({"name": name, "graph": caps.graph, "streaming": caps.streaming,
-                     "class": type(k.registry.get(name)).__module__ + "." + type(k.registry.get(name)).__name__})
+        driver = k.registry.get(name)
+        caps = driver.capabilities()
+        cartridge = getattr(driver, "cartridge", None)  # a sandboxed cartridge: say what it is, not its proxy
+        origin = "in-process"
+        if cartridge is not None:
+            origin = f"{cartridge.kind.replace('_', ' ')} {cartridge.value}" + (
+                f" ({cartridge.source_path})" if cartridge.source_path else "") + ", sandboxed"
+        klass = f"{cartridge.kind}:{cartridge.value}" if cartridge else f"{type(driver).__module__}.{type(driver).__name__}"
+        rows.append({"name": name, "graph": caps.graph, "streaming": caps.streaming, "class": klass,
+                     "origin": origin})
     if as_json:
         emit_json(rows)
         return
-    table = Table("driver", "graph", "streaming", "class")
+    table = Table("driver", "graph", "streaming", "origin")
     for r in rows:
-        table.add_row(r["name"], str(r["graph"]), str(r["streaming"]), r["class"])
+        table.add_row(r["name"], str(r["graph"]), str(r["streaming"]), literal(r["origin"]))
     out.print(table)

@@ -18,7 +18,6 @@ from ..errors import AuthenticationError, InvalidInputError
 from ..limits import MAX_BUDGET, MAX_K, namespace
 from ..ops import Operations
 from ..pipeline import Pipeline
-from ..results import SearchResult
 from .edge import current
 
 CALLER_FIELDS = ("namespace", "ns", "caller", "caller_namespace")
@@ -66,6 +65,8 @@ class ConceptSearchIn(Closed):
 
 class PolicyIn(Closed):
     retriever: Optional[str] = None
+    allow_unmounted: bool = Field(False, description="Accept a driver not mounted on this server (to be "
+                                                     "installed later); searches serve baseline until it is.")
     ab_test: Optional[dict[str, Any]] = None
 
 
@@ -85,10 +86,6 @@ def jsonable(value: Any) -> Any:
     if hasattr(value, "isoformat"):
         return value.isoformat()
     return value
-
-
-def search_json(result: SearchResult) -> dict[str, Any]:
-    return {**result.to_dict(), "elapsed_ms": round(result.elapsed_ms, 3)}
 
 
 def principal_json(p: Any) -> dict[str, Any]:
@@ -139,8 +136,7 @@ def build_router(pipeline: Pipeline) -> APIRouter:
 
     @r.post("/memories/{memory_id}/erase", summary="Erase a memory's content for good (tombstone kept)")
     def erase(memory_id: str, body: EraseIn, ops: Operations = Ops) -> dict[str, Any]:
-        request_id = ops.erase(memory_id, reason=body.reason)
-        return {"erased": memory_id, "namespace": ops.namespace.path, "request_id": request_id}
+        return ops.erase(memory_id, reason=body.reason).to_dict()
 
     @r.get("/memories/{memory_id}/history", summary="The supersedence chain through a memory")
     def history(memory_id: str, ops: Operations = Ops) -> dict[str, Any]:
@@ -149,8 +145,8 @@ def build_router(pipeline: Pipeline) -> APIRouter:
     @r.post("/search", summary="Search what the caller may see")
     def search(body: SearchIn, ops: Operations = Ops) -> Any:
         # already JSON types: a JSONResponse skips FastAPI's recursive encoder (0.3 ms a search here)
-        return JSONResponse(search_json(ops.search(body.query, k=body.k, token_budget=body.token_budget,
-                                                   sources=body.sources, driver=body.driver)))
+        return JSONResponse(ops.search(body.query, k=body.k, token_budget=body.token_budget,
+                                       sources=body.sources, driver=body.driver).to_dict())
 
     @r.get("/entities", summary="Entities visible to the caller")
     def entities(ops: Operations = Ops) -> dict[str, Any]:
@@ -158,14 +154,11 @@ def build_router(pipeline: Pipeline) -> APIRouter:
 
     @r.post("/entities", status_code=201, summary="Register an entity (or add aliases)")
     def add_entity(body: EntityIn, ops: Operations = Ops) -> dict[str, Any]:
-        entity_id, linked = ops.add_entity(body.name, body.aliases)
-        return {"id": entity_id, "name": body.name, "aliases": body.aliases, "linked": linked,
-                "namespace": ops.namespace.path}
+        return ops.add_entity(body.name, body.aliases).to_dict()
 
     @r.put("/concepts/{path:path}", summary="Create or replace an L3 concept")
     def put_concept(path: str, body: ConceptIn, ops: Operations = Ops) -> dict[str, Any]:
-        request_id = ops.put_concept(path, body.content)
-        return {"path": path, "namespace": ops.namespace.path, "request_id": request_id}
+        return ops.put_concept(path, body.content).to_dict()
 
     @r.post("/concepts:materialize", status_code=201, summary="Copy a visible concept into L2 as a memory")
     def materialize(body: ConceptRef, ops: Operations = Ops) -> dict[str, Any]:
@@ -187,8 +180,9 @@ def build_router(pipeline: Pipeline) -> APIRouter:
 
     @r.put("/policies/{target:path}", summary="Set a namespace's policy (admin)")
     def set_policy(target: str, body: PolicyIn, ops: Operations = Ops) -> dict[str, Any]:
-        data = body.model_dump(exclude_none=True)
-        return {**ops.set_policy(namespace(target), data).to_dict(), "namespace": target}
+        data = body.model_dump(exclude_none=True, exclude={"allow_unmounted"})
+        return {**ops.set_policy(namespace(target), data, allow_unmounted=body.allow_unmounted).to_dict(),
+                "namespace": target}
 
     @r.delete("/policies/{target:path}", summary="Clear a namespace's own policy (admin)")
     def clear_policy(target: str, ops: Operations = Ops) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from ..errors import HalomemError, InvalidInputError
 from ..kernel import Kernel
 from ..ops import Operations
 from ..pipeline import Pipeline, Request
-from .api import jsonable, search_json
+from .api import jsonable
 from .edge import current
 
 INSTRUCTIONS = (
@@ -119,7 +119,7 @@ def build_mcp(kernel: Kernel, pipeline: Pipeline, *, http: bool = False, stdio_t
     @mcp.tool(description="Search the organization's memory visible to you. Returns ranked hits (content, "
                           "id, namespace, source, score) that together fit token_budget tokens.")
     async def search(query: str, k: int = 10, token_budget: int = 2000) -> str:
-        return await call(lambda ops: search_json(ops.search(query, k=k, token_budget=token_budget)))
+        return await call(lambda ops: ops.search(query, k=k, token_budget=token_budget).to_dict())
 
     @mcp.tool(description="Remember one durable fact in your namespace. Returns its id. Use supersede "
                           "instead when it replaces an existing memory.")
@@ -134,7 +134,7 @@ def build_mcp(kernel: Kernel, pipeline: Pipeline, *, http: bool = False, stdio_t
     @mcp.tool(description="Erase a memory's content for good (e.g. a deletion request). A content-free "
                           "tombstone and an audit row with your reason are kept.")
     async def erase(id: str, reason: str) -> str:  # noqa: A002
-        return await call(lambda ops: {"erased": id, "request_id": ops.erase(id, reason=reason)})
+        return await call(lambda ops: ops.erase(id, reason=reason).to_dict())
 
     @mcp.tool(description="The history of a memory: every version in its supersedence chain, oldest first, "
                           "with validity times.")

@@ -5,6 +5,7 @@ import json
 import re
 import secrets
 import uuid
+from dataclasses import replace
 from typing import Any, Sequence
 
 import sqlalchemy as sa
@@ -181,19 +182,32 @@ class Writer:
             audit.append(conn, ns.path, "concept", f"concept ok path={path}", request_id or new_request_id())
 
     def materialize_concept(self, ns: Namespace, path: str, *, request_id: str | None = None) -> NewMemory:
-        """Copy an L3 concept into L2 as a memory of ``ns`` with provenance pointing at the concept."""
+        """Copy an L3 concept into L2 as a memory of ``ns`` with provenance pointing at the concept.
+        Idempotent: while ``ns`` holds a live copy of the concept's current text, that copy is the
+        answer (no duplicate row)."""
+        request_id = request_id or new_request_id()
+        source = f"concept:{path}"
         with self.engine.connect() as conn:
             concept = IndexReader(conn).concept(Scope(ns), path)
-        if concept is None:
-            raise NotFoundError(f"no concept {path!r} visible from {ns}")
-        made = self.remember(ns, concept["content"], source=f"concept:{path}",
+            if concept is None:
+                raise NotFoundError(f"no concept {path!r} visible from {ns}")
+            existing = conn.execute(sa.select(memories.c.id).where(
+                memories.c.namespace == ns.path, memories.c.source == source,
+                memories.c.t_valid_to.is_(None), memories.c.erased_at.is_(None),
+                memories.c.content == concept["content"],
+                memories.c.provenance["concept_ns"].astext == concept["namespace"]).limit(1)).scalar()
+        if existing is not None:
+            with self.engine.begin() as conn:
+                audit.append(conn, ns.path, "concept", f"concept materialized already id={existing}", request_id)
+            return NewMemory(existing, ns.path, source, request_id)
+        made = self.remember(ns, concept["content"], source=source,
                              provenance={"concept": path, "concept_ns": concept["namespace"]},
                              request_id=request_id)
         if concept["namespace"] == ns.path:
             with self.engine.begin() as conn:
                 conn.execute(sa.update(concepts).where(concepts.c.namespace == ns.path, concepts.c.path == path)
                              .values(materialized_id=made.id))
-        return made
+        return replace(made, request_id=request_id)
 
     def set_policy(self, ns: Namespace, policy: dict[str, Any], *, request_id: str | None = None) -> None:
         self.set_policies([(ns, policy)], request_id=request_id)
