@@ -3,7 +3,13 @@
 # routing at work. Uses its own data dir (reset each run) so it is repeatable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export HALOMEM_HOME="${HALOMEM_DEMO_HOME:-$PWD/.halomem-demo}"
+# the store: $HALOMEM_HOME when set (empty, or an earlier demo's: it is reset), else ./.halomem-demo
+export HALOMEM_HOME="${HALOMEM_HOME:-$PWD/.halomem-demo}"
+if [ -n "$(ls -A "$HALOMEM_HOME" 2>/dev/null)" ] && [ ! -f "$HALOMEM_HOME/.halomem-demo" ]; then
+  echo "demo: HALOMEM_HOME=$HALOMEM_HOME holds a store the demo did not make; it resets its store, so unset" \
+       "HALOMEM_HOME or point it at an empty directory" >&2
+  exit 3
+fi
 unset HALOMEM_DATABASE_URL HALOMEM_NS
 [ -d "$HALOMEM_HOME" ] && halomem db stop >/dev/null 2>&1 || true
 rm -rf "$HALOMEM_HOME"
@@ -11,6 +17,7 @@ say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 say "start the embedded PostgreSQL + pgvector and keep it up for the demo"
 halomem db start
+touch "$HALOMEM_HOME/.halomem-demo"  # marks the store as the demo's: the next run may reset it
 trap 'halomem db stop >/dev/null' EXIT
 
 say "seed three namespaces from fixtures/demo (bulk ingest, one transaction each)"
