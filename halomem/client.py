@@ -224,9 +224,9 @@ class Client:
         return [_row(r) for r in self._call("GET", f"/v1/memories/{_seg(memory_id)}/history")["chain"]]
 
     def ingest_bytes(self, raw: bytes, *, fmt: str = "jsonl", skip_bad: bool = False,
-                     label: str = "body") -> IngestReport:
+                     label: str = "body.jsonl") -> IngestReport:
         data = self._call("POST", "/v1/memories:ingest", content=raw,
-                          params={"skip_bad": str(skip_bad).lower(), "format": fmt},
+                          params={"skip_bad": str(skip_bad).lower(), "format": fmt, "name": label},
                           headers={"Content-Type": "application/x-ndjson" if fmt == "jsonl" else "text/csv"})
         return IngestReport(data["written"], [(s["line"], s["reason"]) for s in data["skipped"]], data["ids"],
                             data["namespace"], data.get("request_id"), data.get("unchanged", []),

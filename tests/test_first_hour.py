@@ -6,6 +6,7 @@ import time
 from datetime import timedelta
 
 import httpx2
+import pytest
 
 from tests.conftest import count, make_token
 from tests.serving import bearer
@@ -74,3 +75,43 @@ def test_a_namespace_differing_only_in_case_gets_a_warning(cli, kernel):
     assert right.returncode == 0 and right.stderr == ""
     as_json = json.loads(cli("search", "--ns", "acme/eng", "--json", "deploys").stdout)
     assert as_json["elapsed_ms"] > 0  # as over HTTP
+
+
+def test_remote_ingest_names_the_file_like_local_and_says_how_to_skip_over_any_transport(api_server, kernel, cli,
+                                                                                          tmp_path):
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"content": "fine"}\n{"content": "bad", "colour": "red"}\n')
+    local = cli("ingest", "--ns", "acme/eng", str(notes))
+    token = make_token(kernel, "acme/eng", "read,write")
+    remote = cli("ingest", str(notes), env={"HALOMEM_URL": api_server.url, "HALOMEM_TOKEN": token})
+    assert local.returncode == remote.returncode == 11
+    for run in (local, remote):
+        assert f"{notes}:2:" in run.stderr and "skip_bad=true over HTTP" in run.stderr
+    body = httpx2.post(api_server.url + "/v1/memories:ingest", headers=bearer(token),
+                       content=notes.read_bytes()).json()
+    assert "body.jsonl:2:" in body["detail"]  # no name given: the body's
+
+
+def test_erase_takes_an_optional_reason_on_every_transport(api_server, kernel):
+    token = make_token(kernel, "acme/eng", "read,write")
+    ids = [kernel.remember("acme/eng", f"to erase {i}").id for i in range(3)]
+    with httpx2.Client(base_url=api_server.url, headers=bearer(token)) as http:
+        assert http.post(f"/v1/memories/{ids[0]}/erase").status_code == 200  # no body at all
+        assert http.post(f"/v1/memories/{ids[1]}/erase", json={}).status_code == 200
+    from tests.mcp_client import McpSession
+
+    session = McpSession(api_server.url, token)
+    try:
+        ok, erased = session.call("erase", {"id": ids[2]})
+        assert ok and erased == {"erased": ids[2], "namespace": "acme/eng", "request_id": erased["request_id"]}
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("args", [("token", "list"), ("token", "create", "--ns", "acme", "--name", "x"),
+                                  ("token", "revoke", "0123456789abcdef"), ("audit", "verify"), ("db", "status"),
+                                  ("policy", "export"), ("index", "list")])
+def test_operator_commands_refuse_to_act_locally_in_remote_mode(cli, args):
+    run = cli(*args, env={"HALOMEM_URL": "http://127.0.0.1:9", "HALOMEM_TOKEN": "hm_x"})
+    assert run.returncode == 3 and run.stderr.count("\n") == 1
+    assert "acts on the local data dir, not on HALOMEM_URL's server" in run.stderr

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from ..errors import IntegrityError
-from .common import JsonOption, emit_json, kernel, out, print_text, remote
+from .common import JsonOption, emit_json, out, print_text, remote, store
 
 app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit trail.")
 
@@ -27,9 +27,7 @@ def tail(n: int = typer.Option(20, "-n", help="How many rows."),
         for r in rows:
             r["at"] = datetime.fromisoformat(r["at"])
     else:
-        from ..ops import for_store
-
-        rows = [dataclasses.asdict(r) for r in for_store(kernel()).audit_tail(n, action)]
+        rows = [dataclasses.asdict(r) for r in store("audit tail").audit_tail(n, action)]
     if as_json:
         emit_json(rows)
         return
@@ -52,9 +50,7 @@ def verify(expect_head: Optional[str] = typer.Option(None, "--expect-head", help
         expected = [parse_head(expect_head)] if expect_head else []
     except ValueError as exc:
         raise InvalidInputError(f"--expect-head: {exc}") from None
-    from ..ops import for_store
-
-    result = for_store(kernel()).audit_verify(expected)
+    result = store("audit verify").audit_verify(expected)
     if as_json:
         emit_json(result)
     elif result.ok:

@@ -162,6 +162,26 @@ def data(ns: Optional[str]):  # noqa: ANN201 - halomem.ops.Operations or halomem
     return for_operator(kernel(), ns or settings().ns)  # --ns / HALOMEM_NS, else config.toml's ns
 
 
+def local_only(command: str, server_route: str | None = None) -> None:
+    """Operator commands act on this machine's data dir. With HALOMEM_URL set, the other commands go
+    to that server: running these silently against the local store would mislead, so they refuse."""
+    if remote() is None:
+        return
+    from ..errors import InvalidInputError
+
+    instead = f" (on the server: {server_route} with an admin token)" if server_route else ""
+    raise InvalidInputError(f"`halomem {command}` acts on the local data dir, not on HALOMEM_URL's server: "
+                            f"unset HALOMEM_URL to run it here{instead}")
+
+
+def store(command: str, server_route: str | None = None):  # noqa: ANN201 - halomem.ops.StoreOperations
+    """The local operator's store-wide operations (local trust), refused in remote mode."""
+    local_only(command, server_route)
+    from ..ops import for_store
+
+    return for_store(kernel())
+
+
 def ns_required(ns: Optional[str]) -> str:
     from ..limits import namespace
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import typer
 
 from ..errors import ConfigError
-from .common import JsonOption, emit_json, out, settings
+from .common import JsonOption, emit_json, local_only, out, settings
 
 app = typer.Typer(no_args_is_help=True, help="The embedded PostgreSQL server.")
 
@@ -16,6 +16,7 @@ def _embedded():  # noqa: ANN202 - halomem.db.embedded, imported on use (remote 
 
 
 def _embedded_home():  # noqa: ANN202
+    local_only("db")
     s = settings()
     if s.database_url:
         raise ConfigError("HALOMEM_DATABASE_URL is set: the server is external and not managed by halomem")

@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from .common import JsonOption, NsOption, emit_json, kernel, ns_required, out
+from .common import JsonOption, NsOption, emit_json, ns_required, out, store
 
 app = typer.Typer(no_args_is_help=True, help="Per-namespace indexes for large namespaces.")
 
@@ -14,9 +14,7 @@ app = typer.Typer(no_args_is_help=True, help="Per-namespace indexes for large na
 def index_create(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """Build a namespace's own indexes (worth it from ~50k live rows; writes wait for the build)."""
     path = ns_required(ns)
-    from ..ops import for_store
-
-    created = for_store(kernel()).index_namespace(path)
+    created = store("index create").index_namespace(path)
     emit_json({"namespace": path, "created": created}) if as_json else out.print(
         f"{path}: {'indexes built' if created else 'already has its own indexes'}")
 
@@ -25,9 +23,7 @@ def index_create(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> No
 def index_drop(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """Drop a namespace's own indexes (its rows stay searchable through the shared ones)."""
     path = ns_required(ns)
-    from ..ops import for_store
-
-    dropped = for_store(kernel()).drop_namespace_index(path)
+    dropped = store("index drop").drop_namespace_index(path)
     emit_json({"namespace": path, "dropped": dropped}) if as_json else out.print(
         f"{path}: {'indexes dropped' if dropped else 'had no indexes of its own'}")
 
@@ -35,7 +31,5 @@ def index_drop(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None
 @app.command("list")
 def index_list(as_json: bool = JsonOption) -> None:
     """Namespaces that have their own indexes."""
-    from ..ops import for_store
-
-    names = for_store(kernel()).namespace_indexes()
+    names = store("index list").namespace_indexes()
     emit_json({"namespaces": names}) if as_json else out.print("\n".join(names) or "none")

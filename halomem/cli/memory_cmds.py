@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from ..errors import ConflictError, InvalidInputError
-from .common import JsonOption, NsOption, data, emit_json, err, kernel, out, print_text
+from .common import JsonOption, NsOption, data, emit_json, err, kernel, out, print_text, store
 
 
 def _provenance(text: Optional[str]) -> Optional[dict]:
@@ -65,7 +65,6 @@ def register(app: typer.Typer) -> None:
                                          "erased text survives on disk (WAL and backups excepted; local only)."),
               as_json: bool = JsonOption) -> None:
         """Erase a memory's content, vector, source and provenance for good (a tombstone and an audit row stay)."""
-        from ..ops import for_store
         from ..results import Erased
         from .common import remote
 
@@ -79,7 +78,7 @@ def register(app: typer.Typer) -> None:
                 raise
             erased = Erased(memory_id, str(ops.namespace))  # erased before (by an agent?): purge it now
             err.print(f"halomem: {exc}; purging", markup=False)
-        not_done = for_store(kernel()).purge() if purge else []
+        not_done = store("erase --purge").purge() if purge else []
         for sentence in not_done:
             err.print(f"halomem: warning: purge: {sentence}", markup=False)
         if as_json:

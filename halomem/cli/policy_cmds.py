@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from ..errors import InvalidInputError
-from .common import JsonOption, NsOption, data, emit_json, kernel, out
+from .common import JsonOption, NsOption, data, emit_json, out, store
 
 app = typer.Typer(no_args_is_help=True, help="Per-namespace retriever routing.")
 
@@ -71,9 +71,7 @@ def describe(policy) -> str:  # noqa: ANN001 - halomem.policy.Policy
 @app.command("export")
 def policy_export(as_json: bool = JsonOption) -> None:
     """Every namespace's own policy, as YAML (or JSON)."""
-    from ..ops import for_store
-
-    exported = {p.namespace: p.to_dict() for p in for_store(kernel()).policies()}
+    exported = {p.namespace: p.to_dict() for p in store("policy export").policies()}
     if as_json:
         emit_json(exported)
     else:
@@ -98,9 +96,7 @@ def policy_import(path: Path, allow_unmounted: bool = typer.Option(False, "--all
         raise InvalidInputError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
         raise InvalidInputError(f"{path}: expected a mapping of namespace -> policy")
-    from ..ops import for_store
-
-    parsed = for_store(kernel()).import_policies({str(ns): p for ns, p in data.items()},
+    parsed = store("policy import").import_policies({str(ns): p for ns, p in data.items()},
                                                  allow_unmounted=allow_unmounted)
     emit_json({"imported": len(parsed)}) if as_json else out.print(f"imported {len(parsed)} policies")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 import typer
-from .common import JsonOption, NsOption, data, emit_json, err, kernel, literal, out, print_text, remote
+from .common import JsonOption, NsOption, data, emit_json, err, kernel, literal, out, print_text, remote, store
 
 drivers_app = typer.Typer(no_args_is_help=True, help="Mounted retriever drivers.")
 
@@ -21,9 +21,7 @@ def register(app: typer.Typer) -> None:
         ops = data(ns)
         result = ops.search(query, k=k, token_budget=budget, sources=source or None, driver=driver)
         if not result.hits and remote() is None:  # local: the operator named the namespace
-            from ..ops import for_store
-
-            twins = for_store(kernel()).case_twins(result.namespace)
+            twins = store("search").case_twins(result.namespace)
             if twins:
                 err.print(f"halomem: warning: {result.namespace} holds nothing, but {', '.join(twins)} (differing "
                           "only in case) does: namespaces are case-sensitive", markup=False)

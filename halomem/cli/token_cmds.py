@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from .common import JsonOption, NsOption, emit_json, err, kernel, out, literal
+from .common import JsonOption, NsOption, emit_json, err, kernel, literal, local_only, out, store
 
 app = typer.Typer(no_args_is_help=True, help="Agent tokens: each binds one principal to one namespace.")
 
@@ -20,6 +20,7 @@ def create(ns: Optional[str] = NsOption, name: str = typer.Option(..., "--name",
     from ..ops import for_operator
 
     expires_in = parse_duration(expires) if expires else None
+    local_only("token create", "POST /v1/tokens/{namespace}")
     issued = for_operator(kernel(), ns).create_token(None, name, scope, expires_in)
     p = issued.principal
     if as_json:
@@ -38,9 +39,7 @@ def list_tokens(ns: Optional[str] = typer.Option(None, "--ns", help="Only this n
     """Tokens (never their secrets), with their state."""
     from rich.table import Table
 
-    from ..ops import for_store
-
-    rows = for_store(kernel()).list_tokens(ns)
+    rows = store("token list", "GET /v1/tokens").list_tokens(ns)
     if as_json:
         emit_json([p.public() for p in rows])
         return
@@ -59,8 +58,6 @@ def list_tokens(ns: Optional[str] = typer.Option(None, "--ns", help="Only this n
 def revoke(principal_id: str = typer.Argument(..., help="The token's id (hm_<id>_...)."),
            as_json: bool = JsonOption) -> None:
     """Revoke a token and every token minted from it; the next request that presents one is refused."""
-    from ..ops import for_store
-
-    p = for_store(kernel()).revoke_token(principal_id)
+    p = store("token revoke", "DELETE /v1/tokens/{id}").revoke_token(principal_id)
     emit_json(p.public()) if as_json else out.print(f"revoked {p.id} ({p.name}, {p.namespace})",
                                                               markup=False)

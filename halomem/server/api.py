@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +21,12 @@ from ..pipeline import Pipeline
 from .edge import current
 
 CALLER_FIELDS = ("namespace", "ns", "caller", "caller_namespace")
+MAX_LABEL = 255
+
+
+def neutralized(label: str) -> str:
+    """A caller's file name as it may appear in a message: printable, valid text."""
+    return "".join(c if c.isprintable() else "?" for c in label).encode("utf-8", "replace").decode("utf-8")
 
 
 class Closed(BaseModel):
@@ -119,14 +125,16 @@ def build_router(pipeline: Pipeline) -> APIRouter:
     @r.post("/memories:ingest", status_code=201, summary="Bulk ingest a JSONL body (all or nothing)",
             openapi_extra={"requestBody": {"content": {"application/x-ndjson": {"schema": {"type": "string"}}}}})
     async def ingest(request: Request, skip_bad: bool = False, format: str = "jsonl",  # noqa: A002
+                     name: Optional[str] = Query(None, max_length=MAX_LABEL, description=(
+                         "The file's name, for the messages naming bad lines (default body.<format>).")),
                      ops: Operations = Ops) -> dict[str, Any]:
         from starlette.concurrency import run_in_threadpool
 
         if format not in ("jsonl", "csv"):
             raise InvalidInputError("format must be jsonl or csv")
         raw = await request.body()
-        report = await run_in_threadpool(ops.ingest_bytes, raw, fmt=format, skip_bad=skip_bad,
-                                         label=f"body.{format}")
+        label = neutralized(name) if name else f"body.{format}"
+        report = await run_in_threadpool(ops.ingest_bytes, raw, fmt=format, skip_bad=skip_bad, label=label)
         return report.to_dict()
 
     @r.post("/memories/{memory_id}/supersede", status_code=201, summary="Replace a chain's head")
@@ -135,8 +143,8 @@ def build_router(pipeline: Pipeline) -> APIRouter:
         return {**made.to_dict(), "supersedes": memory_id}
 
     @r.post("/memories/{memory_id}/erase", summary="Erase a memory's content for good (tombstone kept)")
-    def erase(memory_id: str, body: EraseIn, ops: Operations = Ops) -> dict[str, Any]:
-        return ops.erase(memory_id, reason=body.reason).to_dict()
+    def erase(memory_id: str, body: Optional[EraseIn] = None, ops: Operations = Ops) -> dict[str, Any]:
+        return ops.erase(memory_id, reason=body.reason if body else "").to_dict()  # a reason is optional, as on the CLI
 
     @r.get("/memories/{memory_id}/history", summary="The supersedence chain through a memory")
     def history(memory_id: str, ops: Operations = Ops) -> dict[str, Any]:

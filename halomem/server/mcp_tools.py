@@ -133,7 +133,7 @@ def build_mcp(kernel: Kernel, pipeline: Pipeline, *, http: bool = False, stdio_t
 
     @mcp.tool(description="Erase a memory's content for good (e.g. a deletion request). A content-free "
                           "tombstone and an audit row with your reason are kept.")
-    async def erase(id: str, reason: str) -> str:  # noqa: A002
+    async def erase(id: str, reason: str = "") -> str:  # noqa: A002
         return await call(lambda ops: ops.erase(id, reason=reason).to_dict())
 
     @mcp.tool(description="The history of a memory: every version in its supersedence chain, oldest first, "

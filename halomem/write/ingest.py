@@ -175,7 +175,7 @@ def parse_ingest_bytes(raw: bytes, fmt: str, skip_bad: bool = False, *, label: s
         listed = "; ".join(f"{label}:{n}: {why}" for n, why in bad[:SHOWN_BAD_LINES])
         more = f" (+{len(bad) - SHOWN_BAD_LINES} more)" if len(bad) > SHOWN_BAD_LINES else ""
         raise IngestError(f"{len(bad)} bad line(s): {listed}{more}; nothing was ingested"
-                          " (fix them or pass --skip-bad)")
+                          " (fix them, or skip bad lines: --skip-bad on the CLI, skip_bad=true over HTTP)")
     if bad and not rows:
         raise IngestError(f"{label}: every line is bad ({len(bad)}), nothing to ingest: {label}:{bad[0][0]}: {bad[0][1]}")
     return rows, bad
