@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json as jsonlib
 import os
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 from urllib.parse import quote, urlencode, urlsplit
@@ -41,15 +40,6 @@ DEFAULT_TIMEOUT = 60.0
 
 def _seg(value: str) -> str:
     return quote(value, safe="")
-
-
-def _when(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value) if value else None
-
-
-def _row(data: dict[str, Any]) -> MemoryRow:
-    return MemoryRow(**{**data, "t_valid_from": _when(data["t_valid_from"]), "t_valid_to": _when(data["t_valid_to"]),
-                        "erased_at": _when(data["erased_at"])})
 
 
 class Reply(NamedTuple):
@@ -221,7 +211,7 @@ class Client:
         return Erased.from_dict(self._call("POST", f"/v1/memories/{_seg(memory_id)}/erase", json={"reason": reason}))
 
     def history(self, memory_id: str) -> list[MemoryRow]:
-        return [_row(r) for r in self._call("GET", f"/v1/memories/{_seg(memory_id)}/history")["chain"]]
+        return [MemoryRow.from_dict(r) for r in self._call("GET", f"/v1/memories/{_seg(memory_id)}/history")["chain"]]
 
     def ingest_bytes(self, raw: bytes, *, fmt: str = "jsonl", skip_bad: bool = False,
                      label: str = "body.jsonl") -> IngestReport:

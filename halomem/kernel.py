@@ -22,9 +22,10 @@ from .drivers import DriverRegistry
 from .embed import Embedder, get_embedder
 from .errors import InvalidInputError, NotFoundError
 from .index import MemoryIndex, Scope
-from .limits import check_query, namespace
+from .limits import check_page, check_query, check_sources, namespace
+from .index import cursors
 from .mounts import close_drivers, mount_drivers
-from .results import IngestReport, MemoryRow, NewMemory, SearchResult
+from .results import IngestReport, MemoryRow, NewMemory, Page, SearchResult
 from .search import Searcher
 from .policy import Policy, effective_policy, list_policies, parse_policy
 from .types import Namespace, ScoredRef
@@ -126,6 +127,27 @@ class Kernel:
         return IngestReport(written=len(applied.written), skipped=bad, ids=applied.written, namespace=ns.path,
                             request_id=request_id, unchanged=applied.unchanged, superseded=applied.superseded)
 
+    def remember_many(self, ns: str | Namespace, items: Sequence[dict[str, Any]], *,
+                      request_id: str | None = None) -> IngestReport:
+        """Write several memories (``{content, source?, provenance?}`` each) in one transaction: all
+        of them or, when any is invalid, none (the error names the item)."""
+        from .limits import MAX_BATCH
+        from .write.ingest import ParsedRow
+        from .write.validate import check_content, check_provenance, check_source
+
+        if isinstance(items, (str, bytes, dict)) or not 1 <= len(items) <= MAX_BATCH:
+            raise InvalidInputError(f"remember_many takes a list of 1 to {MAX_BATCH} memories")
+        rows = []
+        for number, item in enumerate(items, 1):
+            if not isinstance(item, dict) or set(item) - {"content", "source", "provenance"}:
+                raise InvalidInputError(f"memory {number}: give content, and optionally source and provenance")
+            try:
+                rows.append(ParsedRow(number, check_content(item.get("content")), check_source(item.get("source")),
+                                      check_provenance(item.get("provenance"))))
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"memory {number}: {exc}") from None
+        return self._ingest_rows(namespace(ns), rows, [], "remember_many", None, None, request_id)
+
     def ingest_texts(self, ns: str | Namespace, texts: Sequence[str], *, source: str | None = None,
                      sources: Sequence[str | None] | None = None, label: str = "api") -> list[str]:
         """Bulk-write texts (benchmarks, fixtures) through the same validated COPY path.
@@ -161,6 +183,25 @@ class Kernel:
         """The row ``memory_id`` if ``ns`` may see it (live or not), else None."""
         with self.index.reader() as reader:
             return reader.fetch(Scope(namespace(ns)), [memory_id], live=False).get(memory_id)
+
+    def get(self, ns: str | Namespace, memory_id: str) -> MemoryRow:
+        """One memory ``ns`` may see (current, superseded or erased), with its validity times."""
+        row = self.visible_row(ns, memory_id)
+        if row is None:
+            raise NotFoundError(f"no memory {memory_id!r} visible from {ns}")
+        return row
+
+    def recent(self, ns: str | Namespace, limit: int = 20, cursor: str | None = None,
+               sources: Sequence[str] | None = None) -> Page:
+        """The newest current memories ``ns`` may see, a page at a time (``cursor``: the previous
+        page's ``next_cursor``)."""
+        scope = Scope(namespace(ns), check_sources(sources) or None)
+        limit = check_page(limit)
+        with self.index.reader() as reader:
+            rows = reader.recent(scope, limit + 1, cursors.decode(cursor) if cursor else None)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return Page(rows, cursors.encode(rows[-1].t_valid_from, rows[-1].id) if more else None)
 
     def entities(self, ns: str | Namespace) -> list[dict[str, Any]]:
         """Entities visible from ``ns``: id, name, aliases."""

@@ -24,6 +24,8 @@ MAX_REASON_CHARS = 2000
 MAX_ENTITY_NAME_CHARS = 200
 MAX_ALIASES = 50  # aliases one entity request may add
 MAX_DRIVER_NAME_CHARS = 100
+MAX_PAGE = 100  # memories one `recent` page holds
+MAX_BATCH = 100  # memories one remember_many call writes
 
 
 def namespace(value: str | Namespace | None) -> Namespace:
@@ -78,6 +80,12 @@ def check_search_bounds(k: object, token_budget: object) -> None:
         raise InvalidInputError(f"k must be a whole number between 1 and {MAX_K}")
     if isinstance(token_budget, bool) or not isinstance(token_budget, int) or not 1 <= token_budget <= MAX_BUDGET:
         raise InvalidInputError(f"token budget must be a whole number between 1 and {MAX_BUDGET}")
+
+
+def check_page(limit: object) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+        raise InvalidInputError(f"limit must be a whole number between 1 and {MAX_PAGE}")
+    return limit
 
 
 def check_entity_names(name: object, aliases: Sequence[object]) -> list[str]:

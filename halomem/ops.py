@@ -18,7 +18,7 @@ from .errors import DriverError, HalomemError, NotFoundError, PermissionDeniedEr
 from .kernel import Kernel
 from .limits import MAX_REASON_CHARS, check_id, check_text, namespace
 from .policy import Policy
-from .results import ConceptStored, EntityAdded, Erased, IngestReport, MemoryRow, NewMemory, SearchResult
+from .results import ConceptStored, EntityAdded, Erased, IngestReport, MemoryRow, NewMemory, Page, SearchResult
 from .types import Namespace, ScoredRef
 from .write.writer import new_request_id
 
@@ -37,12 +37,13 @@ class Operations:
     def namespace(self) -> Namespace:
         return self.caller.namespace
 
-    def _run(self, op: str, right: str, body: Callable[[Namespace, str], T], target: Namespace | None = None,
+    def _run(self, op: str, right: str | None, body: Callable[[Namespace, str], T], target: Namespace | None = None,
              *, kernel_audits: bool = True) -> T:
+        """``right`` None: an operation about the caller itself, which any scope may ask."""
         request_id = self.request_id or new_request_id()
         with audit.acting_as(self.caller.principal_id):
             try:
-                ns = authorize(self.caller, right, target)
+                ns = authorize(self.caller, right, target) if right else self.caller.namespace
                 result = body(ns, request_id)
                 if not kernel_audits:
                     self.kernel.audit_event(ns, op, f"{op} ok", request_id)
@@ -68,6 +69,20 @@ class Operations:
                driver: str | None = None) -> SearchResult:
         return self._run("search", READ, lambda ns, rid: self.kernel.search(
             ns, query, k=k, token_budget=token_budget, sources=sources, driver=driver, request_id=rid))
+
+    def whoami(self) -> dict[str, Any]:
+        """Who the token stands for and what it reads: its namespace's lineage, root first."""
+        c = self.caller
+        return self._run("whoami", None, lambda ns, rid: {
+            "principal": c.principal_id, "name": c.name, "namespace": ns.path, "reads": ns.lineage(),
+            "scopes": sorted(c.scopes), "request_id": rid}, kernel_audits=False)
+
+    def get(self, memory_id: str) -> MemoryRow:
+        return self._run("get", READ, lambda ns, rid: self.kernel.get(ns, check_id(memory_id)), kernel_audits=False)
+
+    def recent(self, limit: int = 20, cursor: str | None = None, sources: Sequence[str] | None = None) -> Page:
+        return self._run("recent", READ, lambda ns, rid: self.kernel.recent(ns, limit, cursor, sources),
+                         kernel_audits=False)
 
     def history(self, memory_id: str) -> list[MemoryRow]:
         return self._run("history", READ, lambda ns, rid: self.kernel.history(ns, check_id(memory_id)), kernel_audits=False)
@@ -104,6 +119,9 @@ class Operations:
                               request_id=rid)
             return Erased(memory_id, ns.path, rid)
         return self._run("erase", WRITE, body)
+
+    def remember_many(self, items: Sequence[dict[str, Any]]) -> IngestReport:
+        return self._run("remember", WRITE, lambda ns, rid: self.kernel.remember_many(ns, items, request_id=rid))
 
     def ingest_bytes(self, raw: bytes, *, fmt: str = "jsonl", skip_bad: bool = False,
                      label: str = "body") -> IngestReport:

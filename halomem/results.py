@@ -1,13 +1,125 @@
 """What operations return, shared by the kernel, the HTTP API, the client and the CLI.
 
-Standard library only: the remote client and the CLI's remote mode import these without the
-database stack.
+Standard library only (and typing_extensions): the remote client and the CLI's remote mode import
+these without the database stack.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Optional
+
+from typing_extensions import TypedDict  # pydantic builds MCP output schemas from these; below 3.12 it needs this one
+
+SCORE_DIGITS = 4  # a score's JSON precision: 0..1, four places tell every rank apart a model needs
+
+
+# --- the JSON shapes, once: what to_dict returns and what MCP publishes as each tool's outputSchema
+class HitJSON(TypedDict):
+    rank: int
+    score: float
+    tier: str
+    ref: str
+    id: Optional[str]
+    namespace: Optional[str]
+    source: Optional[str]
+    content: str
+    token_estimate: int
+    valid_from: Optional[str]
+
+
+class SearchJSON(TypedDict):
+    query: str
+    namespace: str
+    driver: str
+    requested_driver: str
+    fallback: Optional[str]
+    request_id: str
+    tokens: int
+    dropped: int
+    elapsed_ms: float
+    hits: list[HitJSON]
+
+
+class NewMemoryJSON(TypedDict):
+    id: str
+    namespace: str
+    source: Optional[str]
+    request_id: Optional[str]
+
+
+class SupersededJSON(NewMemoryJSON):
+    supersedes: str
+
+
+class MemoryJSON(TypedDict):
+    id: str
+    namespace: str
+    content: str
+    source: Optional[str]
+    tier: str
+    t_valid_from: str
+    t_valid_to: Optional[str]
+    supersedes: Optional[str]
+    superseded_by: Optional[str]
+    erased_at: Optional[str]
+    provenance: dict[str, Any]
+
+
+class ChainJSON(TypedDict):
+    chain: list[MemoryJSON]
+
+
+class PageJSON(TypedDict):
+    memories: list[MemoryJSON]
+    next_cursor: Optional[str]
+
+
+class ErasedJSON(TypedDict):
+    erased: str
+    namespace: str
+    request_id: Optional[str]
+
+
+class BatchJSON(TypedDict):
+    written: int
+    ids: list[str]
+    namespace: str
+    request_id: Optional[str]
+
+
+class WhoamiJSON(TypedDict):
+    principal: Optional[str]
+    name: str
+    namespace: str
+    reads: list[str]
+    scopes: list[str]
+    request_id: Optional[str]
+
+
+class EntityJSON(TypedDict):
+    id: int
+    name: str
+    aliases: list[str]
+
+
+class EntitiesJSON(TypedDict):
+    entities: list[EntityJSON]
+
+
+class ConceptHitJSON(TypedDict):
+    ref: str
+    score: float
+    content: str
+    token_estimate: int
+
+
+class ConceptsJSON(TypedDict):
+    hits: list[ConceptHitJSON]
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
 
 
 @dataclass(frozen=True)
@@ -21,6 +133,10 @@ class Hit:
     source: str | None
     content: str
     token_estimate: int
+    valid_from: str | None = None  # ISO time the fact became valid (a concept: last updated)
+
+    def to_dict(self) -> HitJSON:
+        return {**asdict(self), "score": round(self.score, SCORE_DIGITS)}  # type: ignore[typeddict-item]
 
 
 @dataclass
@@ -40,12 +156,12 @@ class SearchResult:
     def tokens(self) -> int:
         return sum(h.token_estimate for h in self.hits)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> SearchJSON:
         """The JSON shape of a search, the same for `search --json`, the HTTP API and MCP."""
         return {"query": self.query, "namespace": self.namespace, "driver": self.driver,
                 "requested_driver": self.requested_driver, "fallback": self.fallback,
                 "request_id": self.request_id, "tokens": self.tokens, "dropped": self.dropped,
-                "elapsed_ms": round(self.elapsed_ms, 3), "hits": [asdict(h) for h in self.hits]}
+                "elapsed_ms": round(self.elapsed_ms, 3), "hits": [h.to_dict() for h in self.hits]}
 
 
 @dataclass(frozen=True)
@@ -55,7 +171,7 @@ class NewMemory:
     source: str | None
     request_id: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> NewMemoryJSON:
         return {"id": self.id, "namespace": self.namespace, "source": self.source, "request_id": self.request_id}
 
 
@@ -72,6 +188,29 @@ class MemoryRow:
     superseded_by: str | None
     erased_at: datetime | None
     provenance: dict[str, Any]
+
+    def to_dict(self) -> MemoryJSON:
+        return {"id": self.id, "namespace": self.namespace, "content": self.content, "source": self.source,
+                "tier": self.tier, "t_valid_from": self.t_valid_from.isoformat(), "t_valid_to": iso(self.t_valid_to),
+                "supersedes": self.supersedes, "superseded_by": self.superseded_by, "erased_at": iso(self.erased_at),
+                "provenance": self.provenance}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "MemoryRow":
+        times = {k: datetime.fromisoformat(data[k]) if data.get(k) else None
+                 for k in ("t_valid_from", "t_valid_to", "erased_at")}
+        return cls(**{**data, **times})
+
+
+@dataclass(frozen=True)
+class Page:
+    """Newest memories first, and where the next page starts (None: this was the last)."""
+
+    memories: list[MemoryRow]
+    next_cursor: str | None = None
+
+    def to_dict(self) -> PageJSON:
+        return {"memories": [m.to_dict() for m in self.memories], "next_cursor": self.next_cursor}
 
 
 @dataclass(frozen=True)

@@ -149,14 +149,15 @@ class Searcher:
                 if row is None:
                     result.dropped += 1
                     continue
-                hit = Hit(0, r.score, "L2", r.ref, row.id, row.namespace, row.source, row.content, r.token_estimate)
+                hit = Hit(0, r.score, "L2", r.ref, row.id, row.namespace, row.source, row.content, r.token_estimate,
+                          row.t_valid_from.isoformat())
             else:
                 concept = reader.concept(scope, r.ref)
                 if concept is None:
                     result.dropped += 1
                     continue
                 hit = Hit(0, r.score, "L3", r.ref, concept["materialized_id"], concept["namespace"],
-                          None, concept["content"], r.token_estimate)
+                          None, concept["content"], r.token_estimate, concept["updated_at"].isoformat())
             result.hits.append(hit)
         result.hits = [replace(h, rank=i) for i, h in enumerate(result.hits, 1)]
         if result.dropped:

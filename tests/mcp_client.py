@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import queue
 import threading
 from typing import Any
@@ -58,12 +57,20 @@ class McpSession:
         return [t.name for t in self._run("list_tools").tools]
 
     def call(self, tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
-        """(ok, parsed JSON result or the error text)."""
+        """(ok, the structured result or the error text)."""
+        ok, value, _ = self.call_with_text(tool, arguments)
+        return ok, value
+
+    def call_with_text(self, tool: str, arguments: dict[str, Any]) -> tuple[bool, Any, str]:
+        """(ok, the structured result or the error text, the text a model reads)."""
         result = self._run("call_tool", tool, arguments)
         text = "".join(getattr(c, "text", "") for c in result.content)
         if result.is_error:
-            return False, text.removeprefix(f"Error executing tool {tool}: ")
-        return True, json.loads(text)
+            return False, text.removeprefix(f"Error executing tool {tool}: "), text
+        return True, result.structured_content, text
+
+    def list_tools(self) -> list[Any]:
+        return list(self._run("list_tools").tools)
 
     def close(self) -> None:
         self._calls.put(None)

@@ -54,7 +54,8 @@ def test_every_command_has_its_json_shape(cli, tmp_path):
         if data is not None:
             assert set(data) == JSON_KEYS[command], (command, sorted(data))
     hit = shapes[("search",)]["hits"][0]
-    assert set(hit) == {"rank", "score", "tier", "ref", "id", "namespace", "source", "content", "token_estimate"}
+    assert set(hit) == {"rank", "score", "tier", "ref", "id", "namespace", "source", "content", "token_estimate",
+                         "valid_from"}
     assert isinstance(run("history", "--ns", "acme/eng", made["id"]), list)
     assert isinstance(run("concept", "search", "--ns", "acme/eng", "deploys"), list)
     assert isinstance(run("entity", "list", "--ns", "acme"), list)

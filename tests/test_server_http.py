@@ -38,7 +38,8 @@ def test_remember_and_search_shapes(api_server, kernel):
         result = found.json()
         assert set(result) >= {"hits", "driver", "requested_driver", "fallback", "request_id", "tokens"}
         hit = result["hits"][0]
-        assert set(hit) == {"rank", "score", "tier", "ref", "id", "namespace", "source", "content", "token_estimate"}
+        assert set(hit) == {"rank", "score", "tier", "ref", "id", "namespace", "source", "content", "token_estimate",
+                         "valid_from"}
         assert hit["id"] == body["id"] and hit["content"] == "Deploys go through ArgoCD canaries"
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..auth.store import parse_duration
 from ..errors import AuthenticationError, InvalidInputError
-from ..limits import MAX_BUDGET, MAX_K, namespace
+from ..limits import MAX_BATCH, MAX_BUDGET, MAX_K, MAX_PAGE, namespace
 from ..ops import Operations
 from ..pipeline import Pipeline
 from .edge import current
@@ -45,6 +45,10 @@ class SearchIn(Closed):
     token_budget: int = Field(2000, ge=1, le=MAX_BUDGET, strict=True)
     sources: Optional[list[str]] = None
     driver: Optional[str] = None
+
+
+class BatchIn(Closed):
+    memories: list[MemoryIn] = Field(min_length=1, max_length=MAX_BATCH)
 
 
 class EraseIn(Closed):
@@ -112,11 +116,26 @@ def build_router(pipeline: Pipeline) -> APIRouter:
     r = APIRouter(prefix="/v1")
     Ops = Depends(operations)
 
-    @r.get("/whoami", summary="The principal this token stands for")
+    @r.get("/whoami", summary="The principal this token stands for, the namespaces it reads, its scopes")
     def whoami(ops: Operations = Ops) -> dict[str, Any]:
-        c = ops.caller
-        return {"principal": c.principal_id, "name": c.name, "namespace": c.namespace.path,
-                "scopes": sorted(c.scopes), "request_id": ops.request_id}
+        return ops.whoami()
+
+    @r.get("/memories", summary="The newest memories the caller may see, a page at a time")
+    def recent(limit: int = Query(20, ge=1, le=MAX_PAGE, description="Memories on this page."),
+               cursor: Optional[str] = Query(None, max_length=200, description="The previous page's next_cursor."),
+               source: Optional[list[str]] = Query(None, description="Only these sources (repeatable)."),
+               ops: Operations = Ops) -> dict[str, Any]:
+        return ops.recent(limit, cursor, source).to_dict()
+
+    @r.get("/memories/{memory_id}", summary="One memory the caller may see, with validity times and provenance")
+    def get_memory(memory_id: str, ops: Operations = Ops) -> dict[str, Any]:
+        return ops.get(memory_id).to_dict()
+
+    @r.post("/memories:batch", status_code=201, summary="Remember several memories at once (all or nothing)")
+    def remember_many(body: BatchIn, ops: Operations = Ops) -> dict[str, Any]:
+        report = ops.remember_many([m.model_dump(exclude_none=True) for m in body.memories])
+        return {"written": report.written, "ids": report.ids, "namespace": report.namespace,
+                "request_id": report.request_id}
 
     @r.post("/memories", status_code=201, summary="Remember one memory in the caller's namespace")
     def remember(body: MemoryIn, ops: Operations = Ops) -> dict[str, Any]:
@@ -148,7 +167,7 @@ def build_router(pipeline: Pipeline) -> APIRouter:
 
     @r.get("/memories/{memory_id}/history", summary="The supersedence chain through a memory")
     def history(memory_id: str, ops: Operations = Ops) -> dict[str, Any]:
-        return {"chain": jsonable(ops.history(memory_id))}
+        return {"chain": [row.to_dict() for row in ops.history(memory_id)]}
 
     @r.post("/search", summary="Search what the caller may see")
     def search(body: SearchIn, ops: Operations = Ops) -> Any:

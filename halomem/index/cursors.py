@@ -1,0 +1,29 @@
+"""Opaque page cursors for newest-first listings: a row's (validity start, id), base64url-coded so
+callers pass it back as is and never build one. A cursor carries nothing the caller did not see."""
+from __future__ import annotations
+
+import base64
+import binascii
+from datetime import datetime
+
+from ..errors import InvalidInputError
+
+MAX_CURSOR = 200
+
+
+def encode(valid_from: datetime, memory_id: str) -> str:
+    return base64.urlsafe_b64encode(f"{valid_from.isoformat()}|{memory_id}".encode()).decode().rstrip("=")
+
+
+def decode(cursor: object) -> tuple[datetime, str]:
+    if not isinstance(cursor, str) or len(cursor) > MAX_CURSOR:
+        raise InvalidInputError("cursor must be the next_cursor of an earlier page")
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        when, _, memory_id = raw.partition("|")
+        valid_from = datetime.fromisoformat(when)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise InvalidInputError("cursor must be the next_cursor of an earlier page") from None
+    if not memory_id or valid_from.tzinfo is None:
+        raise InvalidInputError("cursor must be the next_cursor of an earlier page")
+    return valid_from, memory_id
