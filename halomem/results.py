@@ -118,6 +118,90 @@ class ConceptsJSON(TypedDict):
     hits: list[ConceptHitJSON]
 
 
+class EntityAddedJSON(EntityJSON):
+    linked: int
+    namespace: str
+    request_id: Optional[str]
+
+
+class ConceptStoredJSON(TypedDict):
+    path: str
+    namespace: str
+    ref: str
+    request_id: Optional[str]
+
+
+class MaterializedJSON(NewMemoryJSON):
+    concept: str
+
+
+class SupersedePairJSON(TypedDict):
+    old: str
+    new: str
+
+
+class SkippedJSON(TypedDict):
+    line: int
+    reason: str
+
+
+class IngestJSON(TypedDict):
+    written: int
+    namespace: str
+    ids: list[str]
+    unchanged: list[str]
+    superseded: list[SupersedePairJSON]
+    request_id: Optional[str]
+    skipped: list[SkippedJSON]
+
+
+class ABTestJSON(TypedDict):
+    a: str
+    b: str
+    pct_b: int
+
+
+# "from": the namespace whose own policy this is ("default": none set), a keyword in Python
+PolicyJSON = TypedDict("PolicyJSON", {"retriever": str, "ab_test": ABTestJSON, "namespace": str, "from": str},
+                       total=False)
+
+
+class AuditRowJSON(TypedDict):
+    seq: int
+    at: str
+    actor_ns: str
+    action: str
+    detail: str
+    request_id: str
+    prev_hash: str
+    hash: str
+    principal: Optional[str]
+
+
+class AuditJSON(TypedDict):
+    rows: list[AuditRowJSON]
+
+
+class TokenJSON(TypedDict):
+    id: str
+    name: str
+    namespace: str
+    scopes: list[str]
+    created_at: str
+    expires_at: Optional[str]
+    revoked_at: Optional[str]
+    created_by: Optional[str]
+    status: str
+
+
+class TokensJSON(TypedDict):
+    tokens: list[TokenJSON]
+
+
+class IssuedTokenJSON(TokenJSON):
+    token: str
+
+
 def iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
@@ -223,7 +307,7 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)  # keyed rows already live with that content
     superseded: list[tuple[str, str]] = field(default_factory=list)  # (old id, new id) for changed keys
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> IngestJSON:
         return {"written": self.written, "namespace": self.namespace, "ids": self.ids, "unchanged": self.unchanged,
                 "superseded": [{"old": old, "new": new} for old, new in self.superseded],
                 "request_id": self.request_id, "skipped": [{"line": n, "reason": why} for n, why in self.skipped]}

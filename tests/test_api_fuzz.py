@@ -31,7 +31,8 @@ def test_every_route_fuzzed_without_a_5xx(kernel, api_server, tmp_path):
         env = {**os.environ, "SCHEMATHESIS_HOOKS": "tests.fuzz.problem_hooks", "PYTHONPATH": str(Path.cwd())}
         run = subprocess.run(
             [str(st), "run", server.url + "/openapi.json", "-H", f"Authorization: Bearer {token}",
-             "-c", "not_a_server_error,refusals_are_problems_with_request_ids", "-n", examples, "--seed", "7",
+             "-c", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,"
+             "refusals_are_problems_with_request_ids", "-n", examples, "--seed", "7",
              "--exclude-path-regex", ":ingest",  # a JSONL body schemathesis cannot generate: test_pipeline covers it
              "--generation-allow-x00", "true", "--report", "ndjson", "--report-ndjson-path", str(report)],
             capture_output=True, text=True, timeout=900, env=env)

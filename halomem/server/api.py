@@ -10,6 +10,7 @@ import dataclasses
 from typing import Any, Optional
 
 from fastapi import APIRouter, Depends, Query, Request
+from fastapi.security import HTTPBearer
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,7 +19,11 @@ from ..errors import AuthenticationError, InvalidInputError
 from ..limits import MAX_BATCH, MAX_BUDGET, MAX_K, MAX_PAGE, namespace
 from ..ops import Operations
 from ..pipeline import Pipeline
+from ..results import (AuditJSON, BatchJSON, ChainJSON, ConceptsJSON, ConceptStoredJSON, EntitiesJSON, EntityAddedJSON,
+                       ErasedJSON, IngestJSON, IssuedTokenJSON, MaterializedJSON, MemoryJSON, NewMemoryJSON, PageJSON,
+                       PolicyJSON, SearchJSON, SupersededJSON, TokenJSON, TokensJSON, WhoamiJSON)
 from .edge import current
+from .openapi import ALL_ROUTES, problems, shape
 
 CALLER_FIELDS = ("namespace", "ns", "caller", "caller_namespace")
 MAX_LABEL = 255
@@ -113,36 +118,43 @@ def build_router(pipeline: Pipeline) -> APIRouter:
             raise AuthenticationError("missing bearer token (Authorization: Bearer hm_...)")
         return pipeline.operations(held)
 
-    r = APIRouter(prefix="/v1")
+    bearer = HTTPBearer(auto_error=False, scheme_name="token", description="hm_<id>_<secret> (halomem token create); "
+                        "the token decides the caller's namespace")
+    r = APIRouter(prefix="/v1", dependencies=[Depends(bearer)], responses=problems(*ALL_ROUTES))
     Ops = Depends(operations)
 
-    @r.get("/whoami", summary="The principal this token stands for, the namespaces it reads, its scopes")
+    @r.get("/whoami", summary="The principal this token stands for, the namespaces it reads, its scopes",
+           responses=shape(WhoamiJSON))
     def whoami(ops: Operations = Ops) -> dict[str, Any]:
         return ops.whoami()
 
-    @r.get("/memories", summary="The newest memories the caller may see, a page at a time")
+    @r.get("/memories", summary="The newest memories the caller may see, a page at a time", responses=shape(PageJSON))
     def recent(limit: int = Query(20, ge=1, le=MAX_PAGE, description="Memories on this page."),
                cursor: Optional[str] = Query(None, max_length=200, description="The previous page's next_cursor."),
                source: Optional[list[str]] = Query(None, description="Only these sources (repeatable)."),
                ops: Operations = Ops) -> dict[str, Any]:
         return ops.recent(limit, cursor, source).to_dict()
 
-    @r.get("/memories/{memory_id}", summary="One memory the caller may see, with validity times and provenance")
+    @r.get("/memories/{memory_id}", summary="One memory the caller may see, with validity times and provenance",
+           responses=shape(MemoryJSON))
     def get_memory(memory_id: str, ops: Operations = Ops) -> dict[str, Any]:
         return ops.get(memory_id).to_dict()
 
-    @r.post("/memories:batch", status_code=201, summary="Remember several memories at once (all or nothing)")
+    @r.post("/memories:batch", status_code=201, summary="Remember several memories at once (all or nothing)",
+            responses={**shape(BatchJSON, 201), **problems(409)})
     def remember_many(body: BatchIn, ops: Operations = Ops) -> dict[str, Any]:
         report = ops.remember_many([m.model_dump(exclude_none=True) for m in body.memories])
         return {"written": report.written, "ids": report.ids, "namespace": report.namespace,
                 "request_id": report.request_id}
 
-    @r.post("/memories", status_code=201, summary="Remember one memory in the caller's namespace")
+    @r.post("/memories", status_code=201, summary="Remember one memory in the caller's namespace",
+            responses={**shape(NewMemoryJSON, 201), **problems(409)})
     def remember(body: MemoryIn, ops: Operations = Ops) -> dict[str, Any]:
         return ops.remember(body.content, source=body.source, provenance=body.provenance).to_dict()
 
     @r.post("/memories:ingest", status_code=201, summary="Bulk ingest a JSONL body (all or nothing)",
-            openapi_extra={"requestBody": {"content": {"application/x-ndjson": {"schema": {"type": "string"}}}}})
+            openapi_extra={"requestBody": {"content": {"application/x-ndjson": {"schema": {"type": "string"}}}}},
+            responses={**shape(IngestJSON, 201), **problems(409)})
     async def ingest(request: Request, skip_bad: bool = False, format: str = "jsonl",  # noqa: A002
                      name: Optional[str] = Query(None, max_length=MAX_LABEL, description=(
                          "The file's name, for the messages naming bad lines (default body.<format>).")),
@@ -156,56 +168,61 @@ def build_router(pipeline: Pipeline) -> APIRouter:
         report = await run_in_threadpool(ops.ingest_bytes, raw, fmt=format, skip_bad=skip_bad, label=label)
         return report.to_dict()
 
-    @r.post("/memories/{memory_id}/supersede", status_code=201, summary="Replace a chain's head")
+    @r.post("/memories/{memory_id}/supersede", status_code=201, summary="Replace a chain's head",
+            responses={**shape(SupersededJSON, 201), **problems(409)})
     def supersede(memory_id: str, body: MemoryIn, ops: Operations = Ops) -> dict[str, Any]:
         made = ops.supersede(memory_id, body.content, source=body.source, provenance=body.provenance)
         return {**made.to_dict(), "supersedes": memory_id}
 
-    @r.post("/memories/{memory_id}/erase", summary="Erase a memory's content for good (tombstone kept)")
+    @r.post("/memories/{memory_id}/erase", summary="Erase a memory's content for good (tombstone kept)",
+            responses={**shape(ErasedJSON), **problems(409)})
     def erase(memory_id: str, body: Optional[EraseIn] = None, ops: Operations = Ops) -> dict[str, Any]:
         return ops.erase(memory_id, reason=body.reason if body else "").to_dict()  # a reason is optional, as on the CLI
 
-    @r.get("/memories/{memory_id}/history", summary="The supersedence chain through a memory")
+    @r.get("/memories/{memory_id}/history", summary="The supersedence chain through a memory",
+           responses=shape(ChainJSON))
     def history(memory_id: str, ops: Operations = Ops) -> dict[str, Any]:
         return {"chain": [row.to_dict() for row in ops.history(memory_id)]}
 
-    @r.post("/search", summary="Search what the caller may see")
+    @r.post("/search", summary="Search what the caller may see", responses={**shape(SearchJSON), **problems(502)})
     def search(body: SearchIn, ops: Operations = Ops) -> Any:
         # already JSON types: a JSONResponse skips FastAPI's recursive encoder (0.3 ms a search here)
         return JSONResponse(ops.search(body.query, k=body.k, token_budget=body.token_budget,
                                        sources=body.sources, driver=body.driver).to_dict())
 
-    @r.get("/entities", summary="Entities visible to the caller")
+    @r.get("/entities", summary="Entities visible to the caller", responses=shape(EntitiesJSON))
     def entities(ops: Operations = Ops) -> dict[str, Any]:
         return {"entities": ops.entities()}
 
-    @r.post("/entities", status_code=201, summary="Register an entity (or add aliases)")
+    @r.post("/entities", status_code=201, summary="Register an entity (or add aliases)",
+            responses=shape(EntityAddedJSON, 201))
     def add_entity(body: EntityIn, ops: Operations = Ops) -> dict[str, Any]:
         return ops.add_entity(body.name, body.aliases).to_dict()
 
-    @r.put("/concepts/{path:path}", summary="Create or replace an L3 concept")
+    @r.put("/concepts/{path:path}", summary="Create or replace an L3 concept", responses=shape(ConceptStoredJSON))
     def put_concept(path: str, body: ConceptIn, ops: Operations = Ops) -> dict[str, Any]:
         return ops.put_concept(path, body.content).to_dict()
 
-    @r.post("/concepts:materialize", status_code=201, summary="Copy a visible concept into L2 as a memory")
+    @r.post("/concepts:materialize", status_code=201, summary="Copy a visible concept into L2 as a memory",
+            responses={**shape(MaterializedJSON, 201), **problems(409)})
     def materialize(body: ConceptRef, ops: Operations = Ops) -> dict[str, Any]:
         return {**ops.materialize_concept(body.path).to_dict(), "concept": body.path}
 
-    @r.post("/concepts:search", summary="Search L3 concepts visible to the caller")
+    @r.post("/concepts:search", summary="Search L3 concepts visible to the caller", responses=shape(ConceptsJSON))
     def concept_search(body: ConceptSearchIn, ops: Operations = Ops) -> dict[str, Any]:
         return {"hits": jsonable(ops.concepts(body.query, body.k))}
 
-    @r.get("/policy", summary="The caller's effective policy")
+    @r.get("/policy", summary="The caller's effective policy", responses=shape(PolicyJSON))
     def own_policy(ops: Operations = Ops) -> dict[str, Any]:
         policy = ops.effective_policy()
         return {**policy.to_dict(), "namespace": ops.namespace.path, "from": policy.namespace or "default"}
 
-    @r.get("/policies/{target:path}", summary="A namespace's effective policy (admin)")
+    @r.get("/policies/{target:path}", summary="A namespace's effective policy (admin)", responses=shape(PolicyJSON))
     def get_policy(target: str, ops: Operations = Ops) -> dict[str, Any]:
         policy = ops.effective_policy(namespace(target))
         return {**policy.to_dict(), "namespace": target, "from": policy.namespace or "default"}
 
-    @r.put("/policies/{target:path}", summary="Set a namespace's policy (admin)")
+    @r.put("/policies/{target:path}", summary="Set a namespace's policy (admin)", responses=shape(PolicyJSON))
     def set_policy(target: str, body: PolicyIn, ops: Operations = Ops) -> dict[str, Any]:
         data = body.model_dump(exclude_none=True, exclude={"allow_unmounted"})
         return {**ops.set_policy(namespace(target), data, allow_unmounted=body.allow_unmounted).to_dict(),
@@ -215,23 +232,26 @@ def build_router(pipeline: Pipeline) -> APIRouter:
     def clear_policy(target: str, ops: Operations = Ops) -> dict[str, Any]:
         return {"namespace": target, "cleared": ops.clear_policy(namespace(target))}
 
-    @r.get("/audit", summary="The newest audit rows of the caller's namespace and below (admin)")
+    @r.get("/audit", summary="The newest audit rows of the caller's namespace and below (admin)",
+           responses=shape(AuditJSON))
     def audit_tail(n: int = 20, action: Optional[str] = None, ops: Operations = Ops) -> dict[str, Any]:
         if not 1 <= n <= 10_000:
             raise InvalidInputError("n must be between 1 and 10000")
         return {"rows": jsonable(ops.audit_tail(n, action))}
 
-    @r.get("/tokens", summary="Tokens of the caller's namespace and below (admin; never secrets)")
+    @r.get("/tokens", summary="Tokens of the caller's namespace and below (admin; never secrets)",
+           responses=shape(TokensJSON))
     def list_tokens(ops: Operations = Ops) -> dict[str, Any]:
         return {"tokens": [principal_json(p) for p in ops.list_tokens()]}
 
-    @r.post("/tokens/{target:path}", status_code=201, summary="Create a token for a namespace (admin)")
+    @r.post("/tokens/{target:path}", status_code=201, summary="Create a token for a namespace (admin)",
+            responses=shape(IssuedTokenJSON, 201))
     def create_token(target: str, body: TokenIn, ops: Operations = Ops) -> dict[str, Any]:
         expires_in = parse_duration(body.expires) if body.expires else None
         issued = ops.create_token(namespace(target), body.name, body.scopes, expires_in)
         return {**principal_json(issued.principal), "token": issued.token}
 
-    @r.delete("/tokens/{principal_id}", summary="Revoke a token (admin)")
+    @r.delete("/tokens/{principal_id}", summary="Revoke a token (admin)", responses=shape(TokenJSON))
     def revoke_token(principal_id: str, ops: Operations = Ops) -> dict[str, Any]:
         return principal_json(ops.revoke_token(principal_id))
 

@@ -20,6 +20,7 @@ from .api import build_router
 from .edge import Edge, current
 from .limits import DEFAULT_MAX_BODY
 from .mcp_tools import build_mcp
+from .openapi import docs_routes, problem_media_type
 from .problems import from_error, from_unexpected
 
 log = logging.getLogger("halomem.server")
@@ -51,9 +52,12 @@ def create_app(kernel: Kernel, *, host: str = "127.0.0.1", port: int = 8080, rat
             yield
         pipeline.close()  # the refusal summaries still counting
 
-    app = FastAPI(title="halomem", version=__version__, lifespan=lifespan,
+    app = FastAPI(title="halomem", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Governed organizational memory for AI agents. Every /v1 route and /mcp need "
-                              "`Authorization: Bearer hm_...`; the token decides the caller's namespace.")
+                              "`Authorization: Bearer hm_...`; the token decides the caller's namespace. Errors "
+                              "are application/problem+json (RFC 9457) with the request's id.")
+    docs_routes(app, app.openapi_url)
+    problem_media_type(app)
 
     def refused(request: Request, error: HalomemError) -> Any:
         """The one error mapping: remember why (for the audit row), answer problem+json."""

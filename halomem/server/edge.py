@@ -17,7 +17,8 @@ from ..errors import HalomemError, PayloadTooLargeError
 from ..pipeline import Pipeline, Request, error_for_status
 from .problems import from_error, from_unexpected
 
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/docs", "/openapi.json", "/docs/oauth2-redirect"})
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/docs", "/openapi.json"})
+DOCS_ASSETS = "/docs/assets"  # the packaged Swagger UI's files (server.openapi)
 MCP_PATH = "/mcp"
 
 
@@ -44,7 +45,7 @@ class Edge:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        public = scope["path"] in PUBLIC_PATHS
+        public = scope["path"] in PUBLIC_PATHS or scope["path"].startswith(DOCS_ASSETS + "/")
         client = (scope.get("client") or ("-",))[0]
         request = self.pipeline.begin(f"{scope['method']} {self._route_of(scope)}", client)
         state = scope.setdefault("state", {})
