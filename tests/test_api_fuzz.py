@@ -35,7 +35,7 @@ def test_every_route_fuzzed_without_a_5xx(kernel, api_server, tmp_path):
              "refusals_are_problems_with_request_ids", "-n", examples, "--seed", "7",
              "--exclude-path-regex", ":ingest",  # a JSONL body schemathesis cannot generate: test_pipeline covers it
              "--generation-allow-x00", "true", "--generation-database", "none", "--report", "ndjson", "--report-ndjson-path", str(report)],
-            capture_output=True, text=True, timeout=900, env=env)
+            capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)  # its caches stay out of the tree
         summary = run.stdout[-3000:]
         assert run.returncode == 0, summary
         assert "generated" in summary and " 0 passed" not in summary
