@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install install-minilm demo test test-full lint bench bench-full clean constraints
+.PHONY: install install-minilm demo test test-external test-full lint bench bench-full clean constraints
 
 install: $(STAMP)
 
@@ -20,6 +20,14 @@ demo: install
 
 test: install
 	HALOMEM_TEST_PROFILE=ci $(BIN)/python -m pytest -q
+
+# the suite against a separately started PostgreSQL 16 (the wheel's own binaries, another port) under a
+# least-privilege owner role, set up with `halomem db setup-sql`'s statements (halomem.db.external)
+test-external: install
+	@dir=$$(mktemp -d /tmp/halomem-external-XXXXXX); \
+	url=$$($(BIN)/python -m halomem.db.external start $$dir) || exit 1; \
+	HALOMEM_DATABASE_URL=$$url HALOMEM_TEST_PROFILE=ci $(BIN)/python -m pytest -q; rc=$$?; \
+	$(BIN)/python -m halomem.db.external stop $$dir; exit $$rc
 
 test-full: install
 	HALOMEM_TEST_PROFILE=full $(BIN)/python -m pytest -q

@@ -44,5 +44,5 @@ def test_escaping_the_transaction_does_not_help(kernel):
             conn.exec_driver_sql("UPDATE memories SET content = 'defaced'")
         conn.rollback()
         with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
-            conn.exec_driver_sql("SET ROLE postgres")
+            conn.exec_driver_sql(f"SET ROLE {kernel.engine.url.username}")  # the owner (embedded: the superuser)
     assert count(kernel, "SELECT count(*) FROM memories WHERE content = 'defaced'") == 0

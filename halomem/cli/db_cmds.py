@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import typer
 
-from ..errors import ConfigError
-from .common import JsonOption, emit_json, local_only, out, settings
+from ..errors import ConfigError, InvalidInputError
+from .common import JsonOption, emit_json, err, kernel, local_only, out, settings
 
 app = typer.Typer(no_args_is_help=True, help="The embedded PostgreSQL server.")
 
@@ -25,13 +25,46 @@ def _embedded_home():  # noqa: ANN202
 
 @app.command()
 def status(as_json: bool = JsonOption) -> None:
-    """Whether the embedded server runs, its pid, socket dir and attached processes."""
+    """The embedded server: whether it runs, its pid and data dir. An external one
+    (HALOMEM_DATABASE_URL): its version, the role halomem connects as, and the reader role."""
+    local_only("db status")
+    if settings().database_url:
+        from ..db.inspect import external_status
+
+        facts = external_status(kernel())
+        if as_json:
+            emit_json(facts)
+        else:
+            out.print(facts["summary"], markup=False)
+            if facts["reader_role"] != "in use":
+                err.print(f"halomem: warning: {facts['reader_advice']}", markup=False)
+        return
     st = _embedded().status(_embedded_home())
     if as_json:
         emit_json(st)
     else:
         out.print(f"embedded PostgreSQL: {'running pid ' + str(st.pid) if st.running else 'stopped'}"
                   f" data={st.pgdata}" + (" (pinned by db start)" if st.pinned else ""))
+
+
+@app.command("setup-sql")
+def setup_sql(owner: str = typer.Option(None, "--owner", help="The owner role (default: HALOMEM_DATABASE_URL's user, "
+                                        "else halomem)."),
+              database: str = typer.Option(None, "--database", help="The database (default: the URL's, else halomem).")
+              ) -> None:
+    """Print the SQL a DBA runs once for a managed PostgreSQL: the owner role and database, the vector
+    extension, the SELECT-only reader role (its password derived from the owner's in the URL)."""
+    from sqlalchemy.engine import make_url
+
+    from ..db.setup_sql import render
+
+    url = make_url(settings().database_url) if settings().database_url else None
+    try:
+        text = render(owner or (url.username if url else None) or "halomem",
+                      database or (url.database if url else None) or "halomem", url.password if url else None)
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from None
+    typer.echo(text, nl=False)
 
 
 @app.command()

@@ -30,7 +30,11 @@ def register(app: typer.Typer) -> None:
         """Create (or upgrade) the store: start the embedded server if needed, apply migrations."""
         k = kernel()
         info = {"database": k.engine.url.render_as_string(hide_password=True), "embedder": k.embedder.name,
-                "dim": k.embedder.dim, "drivers": k.registry.names()}
+                "dim": k.embedder.dim, "drivers": k.registry.names(), "reader_role": k.reader_engine is not None}
+        if k.reader_engine is None:
+            from ..db.inspect import external_status
+
+            err.print(f"halomem: warning: {external_status(k)['reader_advice']}", markup=False)
         if as_json:
             emit_json(info)
         else:

@@ -51,7 +51,7 @@ def make_reader_engine(engine: sa.Engine, role: str, pool_size: int = 10) -> sa.
     set on the role if it does not log in yet.
     """
     from .credentials import derive_reader_password
-    from .migrations import set_role_password
+    from .migrations import grant_reader, set_role_password
 
     password = derive_reader_password(engine.url.password) if engine.url.password else None
     reader = sa.create_engine(engine.url.set(username=role, password=password), pool_size=pool_size,
@@ -68,9 +68,13 @@ def make_reader_engine(engine: sa.Engine, role: str, pool_size: int = 10) -> sa.
     ok = usable()
     if not ok and password:
         try:
-            with engine.begin() as conn:
-                changed = set_role_password(conn, role, password)
-            ok = changed and usable()  # after the commit: the new password is visible
+            with engine.begin() as conn:  # a DBA made the role after init, or it lacks a password yet
+                granted = grant_reader(conn)
+            ok = granted and usable()
+            if granted and not ok:
+                with engine.begin() as conn:
+                    changed = set_role_password(conn, role, password)
+                ok = changed and usable()  # after the commit: the new password is visible
         except sa.exc.SQLAlchemyError:
             ok = False
     if not ok:

@@ -1,7 +1,8 @@
 """A separately started PostgreSQL cluster set up the way a managed service hands one out, from the
 embedded wheel's own binaries (PostgreSQL 16, another major than the embedded server's): a DBA
-superuser creates the ``vector`` extension and a database owned by a role that is *not* a
-superuser and may not create roles. halomem then runs under that owner role only.
+superuser runs `halomem db setup-sql`'s statements (the ``vector`` extension, a database owned by
+a role that is *not* a superuser and may not create roles, the SELECT-only reader role). halomem
+then runs under that owner role only.
 
 Used by the tests of least-privilege operation and by ``make test-external``
 (``python -m halomem.db.external start|stop DIR``), never by halomem itself.
@@ -84,13 +85,17 @@ class ExternalPostgres:
         return self
 
     def _dba_setup(self) -> None:
+        """What an operator's DBA does, from `halomem db setup-sql` (db.setup_sql)."""
         import psycopg
 
+        from .setup_sql import cluster_statements, database_statements
+
         with psycopg.connect(f"host=127.0.0.1 port={self.port} user={DBA} dbname=postgres", autocommit=True) as conn:
-            conn.execute(f"CREATE ROLE {OWNER} LOGIN PASSWORD '{OWNER_PASSWORD}' NOSUPERUSER NOCREATEROLE NOCREATEDB")
-            conn.execute(f"CREATE DATABASE {DATABASE} OWNER {OWNER}")
+            for statement in cluster_statements(OWNER, DATABASE, OWNER_PASSWORD):
+                conn.execute(statement)
         with psycopg.connect(f"host=127.0.0.1 port={self.port} user={DBA} dbname={DATABASE}", autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION vector")  # as managed services do: the DBA, not the owner
+            for statement in database_statements():
+                conn.execute(statement)
 
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():

@@ -141,21 +141,33 @@ READ_TABLES = ("memories", "concepts", "entities", "entity_aliases", "mentions",
 
 
 def _v2_reader_role(conn: Connection, dim: int) -> None:
-    """A login role with SELECT-only grants on what drivers read, where the server lets us make one.
+    """A login role with SELECT-only grants on what drivers read, where the server lets us make one
+    (a superuser or CREATEROLE), or where a DBA made it (db.setup_sql).
 
     Driver-serving reads connect as this role, so even a driver that got hold of the connection
     cannot write, whatever it does to its transaction or session.
     """
     allowed = conn.exec_driver_sql(
         "SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user").scalar()
-    if not allowed:
-        return
-    if not conn.exec_driver_sql(f"SELECT 1 FROM pg_roles WHERE rolname = '{READER_ROLE}'").scalar():
+    exists = conn.exec_driver_sql(f"SELECT 1 FROM pg_roles WHERE rolname = '{READER_ROLE}'").scalar()
+    if allowed and not exists:
         conn.exec_driver_sql(f"CREATE ROLE {READER_ROLE} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT")
+    grant_reader(conn)
+
+
+def grant_reader(conn: Connection) -> bool:
+    """SELECT on exactly the tables drivers read, for the reader role if it exists (the tables'
+    owner may grant it; so may the database's owner CONNECT and, on PostgreSQL 15+, USAGE on
+    public). False when there is no such role."""
+    if not conn.exec_driver_sql(f"SELECT 1 FROM pg_roles WHERE rolname = '{READER_ROLE}'").scalar():
+        return False
     database = conn.exec_driver_sql("SELECT current_database()").scalar()
     conn.exec_driver_sql(f'GRANT CONNECT ON DATABASE "{database}" TO {READER_ROLE}')
     conn.exec_driver_sql(f"GRANT USAGE ON SCHEMA public TO {READER_ROLE}")
-    conn.exec_driver_sql(f"GRANT SELECT ON {', '.join(READ_TABLES)} TO {READER_ROLE}")
+    tables = [t for t in READ_TABLES if conn.exec_driver_sql(f"SELECT to_regclass('{t}')").scalar()]
+    if tables:
+        conn.exec_driver_sql(f"GRANT SELECT ON {', '.join(tables)} TO {READER_ROLE}")
+    return True
 
 
 def _grant_reader(conn: Connection, table: str) -> None:
