@@ -45,6 +45,10 @@ def _seg(value: str) -> str:
 class Reply(NamedTuple):
     status: int
     body: bytes
+    consistency: str | None = None  # the server's read-your-writes token (read replicas)
+
+
+CONSISTENCY = "Halomem-Consistency"
 
 
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
@@ -70,7 +74,7 @@ class PooledTransport:
             raise TimeoutError from None
         except self._httpx.HTTPError as exc:
             raise ConnectionError(type(exc).__name__) from None
-        return Reply(response.status_code, response.content)
+        return Reply(response.status_code, response.content, response.headers.get(CONSISTENCY))
 
     def close(self) -> None:
         self._http.close()
@@ -101,7 +105,7 @@ class DirectTransport:
         try:
             conn.request(method, self._prefix + path, body=body, headers={**self._headers, **headers})
             response = conn.getresponse()
-            return Reply(response.status, response.read())
+            return Reply(response.status, response.read(), response.getheader(CONSISTENCY))
         except TimeoutError:
             raise
         except (OSError, self._http.HTTPException) as exc:
@@ -120,6 +124,7 @@ class Client:
         if not token:
             raise AuthenticationError("no token: set HALOMEM_TOKEN")
         self.url = url.rstrip("/")
+        self.consistency: str | None = None  # sent back with every request: reads see this client's writes
         headers = {"Authorization": f"Bearer {token}", "User-Agent": "halomem-client"}
         if direct and transport is None and DirectTransport.usable(self.url):
             self._http: PooledTransport | DirectTransport = DirectTransport(self.url, headers, timeout)
@@ -142,6 +147,8 @@ class Client:
     def _call(self, method: str, path: str, *, json: Any = None, content: bytes | None = None,
               params: dict[str, str] | None = None, headers: dict[str, str] | None = None) -> Any:
         headers = dict(headers or {})
+        if self.consistency:  # the last write's position: a replica that serves our reads must have it
+            headers[CONSISTENCY] = self.consistency
         if json is not None:
             content = jsonlib.dumps(json, ensure_ascii=False).encode("utf-8")
             headers["Content-Type"] = "application/json"
@@ -153,6 +160,8 @@ class Client:
             raise ServiceUnreachableError(f"halomem server at {self.url} did not answer in time") from None
         except ConnectionError as exc:
             raise ServiceUnreachableError(f"cannot reach halomem server at {self.url}: {exc}") from None
+        if reply.consistency:
+            self.consistency = reply.consistency
         if reply.status >= 400:
             raise self._error(reply)
         try:

@@ -10,7 +10,8 @@ from typing import Any, Mapping
 from .errors import ConfigError
 
 ENV_PREFIX = "HALOMEM_"
-KEYS = ("home", "database_url", "embedder", "ns", "sidecar_url", "isolate", "driver_deadline_ms", "driver_memory_mb")
+KEYS = ("home", "database_url", "read_database_url", "embedder", "ns", "sidecar_url", "isolate", "driver_deadline_ms",
+        "driver_memory_mb")
 
 
 def default_home() -> Path:
@@ -25,6 +26,7 @@ def default_home() -> Path:
 class Settings:
     home: Path = field(default_factory=default_home)
     database_url: str | None = None
+    read_database_url: str | None = None  # hot standbys for reads, comma-separated (db.replicas)
     embedder: str = "hash"
     ns: str | None = None
     sidecar_url: str | None = None

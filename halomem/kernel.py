@@ -15,7 +15,8 @@ import sqlalchemy as sa
 from . import audit
 from .audit.heads import Head
 from .config import Settings, load_settings
-from .db.engine import make_engine, make_reader_engine
+from .db.engine import make_engine, make_reader_engine, make_replicas
+from .db.replicas import ReadRouter, Replica
 from .db import migrations
 from .db.migrations import READER_ROLE, migrate
 from .drivers import DriverRegistry
@@ -38,15 +39,16 @@ log = logging.getLogger("halomem")
 
 class Kernel:
     def __init__(self, settings: Settings, engine: sa.Engine, embedder: Embedder,
-                 reader_engine: sa.Engine | None = None) -> None:
+                 reader_engine: sa.Engine | None = None, replicas: Sequence[Replica] = ()) -> None:
         self.settings = settings
         self.engine = engine
         self.reader_engine = reader_engine
         self.embedder = embedder
         self.index = MemoryIndex(reader_engine or engine)
+        self.router = ReadRouter(engine, self.index, list(replicas))
         self.writer = Writer(engine, embedder)
         self.registry = DriverRegistry(warn=log.warning)
-        self.searcher = Searcher(engine, self.index, self.registry, embedder)
+        self.searcher = Searcher(engine, self.router, self.registry, embedder)
 
     @classmethod
     def boot(cls, settings: Settings | None = None, *, mount_plugins: bool = True) -> "Kernel":
@@ -55,7 +57,8 @@ class Kernel:
         embedder = get_embedder(settings.embedder)
         engine = make_engine(settings)
         migrate(engine, embedder.name, embedder.dim)
-        kernel = cls(settings, engine, embedder, make_reader_engine(engine, READER_ROLE))
+        kernel = cls(settings, engine, embedder, make_reader_engine(engine, READER_ROLE),
+                     make_replicas(settings.read_database_url))
         mount_drivers(kernel.registry, settings, plugins=mount_plugins)
         return kernel
 
@@ -72,6 +75,8 @@ class Kernel:
         self.record_audit_head()
         if self.reader_engine is not None:
             self.reader_engine.dispose()
+        for replica in self.router.replicas:
+            replica.engine.dispose()
         self.engine.dispose()
 
     # --- writes ------------------------------------------------------------------------------
@@ -184,20 +189,23 @@ class Kernel:
         with self.index.reader() as reader:
             return reader.fetch(Scope(namespace(ns)), [memory_id], live=False).get(memory_id)
 
-    def get(self, ns: str | Namespace, memory_id: str) -> MemoryRow:
+    def get(self, ns: str | Namespace, memory_id: str, *, after_lsn: int | None = None) -> MemoryRow:
         """One memory ``ns`` may see (current, superseded or erased), with its validity times."""
-        row = self.visible_row(ns, memory_id)
+        index, _ = self.router.choose(after_lsn)
+        with index.reader() as reader:
+            row = reader.fetch(Scope(namespace(ns)), [memory_id], live=False).get(memory_id)
         if row is None:
             raise NotFoundError(f"no memory {memory_id!r} visible from {ns}")
         return row
 
     def recent(self, ns: str | Namespace, limit: int = 20, cursor: str | None = None,
-               sources: Sequence[str] | None = None) -> Page:
+               sources: Sequence[str] | None = None, *, after_lsn: int | None = None) -> Page:
         """The newest current memories ``ns`` may see, a page at a time (``cursor``: the previous
         page's ``next_cursor``)."""
         scope = Scope(namespace(ns), check_sources(sources) or None)
         limit = check_page(limit)
-        with self.index.reader() as reader:
+        index, _ = self.router.choose(after_lsn)
+        with index.reader() as reader:
             rows = reader.recent(scope, limit + 1, cursors.decode(cursor) if cursor else None)
         more = len(rows) > limit
         rows = rows[:limit]
@@ -209,9 +217,10 @@ class Kernel:
             known = reader.visible_entities(Scope(namespace(ns)))
         return [{"id": eid, "name": name, "aliases": list(aliases)} for eid, (name, aliases) in sorted(known.items())]
 
-    def history(self, ns: str | Namespace, memory_id: str) -> list[MemoryRow]:
+    def history(self, ns: str | Namespace, memory_id: str, *, after_lsn: int | None = None) -> list[MemoryRow]:
         """The supersedence chain through ``memory_id``, oldest first, as ``ns`` may see it."""
-        with self.index.reader() as reader:
+        index, _ = self.router.choose(after_lsn)
+        with index.reader() as reader:
             chain = reader.history(Scope(namespace(ns)), memory_id)
         if not chain:
             raise NotFoundError(f"no memory {memory_id!r} visible from {ns}")
@@ -225,10 +234,11 @@ class Kernel:
 
     def search(self, ns: str | Namespace, query: str, *, k: int = 10, token_budget: int = 2000,
                sources: Sequence[str] | None = None, driver: str | None = None,
-               request_id: str | None = None) -> SearchResult:
-        """Rank what ``ns`` may see with the policy's driver (or ``driver``); audited (halomem.search)."""
+               request_id: str | None = None, after_lsn: int | None = None) -> SearchResult:
+        """Rank what ``ns`` may see with the policy's driver (or ``driver``); audited (halomem.search).
+        With read replicas, the database that serves has replayed ``after_lsn`` (the caller's last write)."""
         return self.searcher.search(namespace(ns), query, k=k, token_budget=token_budget, sources=sources,
-                                    driver=driver, request_id=request_id)
+                                    driver=driver, request_id=request_id, after_lsn=after_lsn)
 
     def audit_event(self, ns: str | Namespace, action: str, detail: str, request_id: str) -> None:
         """Append one audit row in its own transaction (a refused request, a fallback); ``ns`` "-"

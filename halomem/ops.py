@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from . import audit
 from .auth import ADMIN, READ, WRITE, Caller, authorize
 from .auth.store import IssuedToken, Principal, PrincipalStore
+from .db.replicas import Consistency
 from .errors import DriverError, HalomemError, NotFoundError, PermissionDeniedError
 from .kernel import Kernel
 from .limits import MAX_REASON_CHARS, check_id, check_text, namespace
@@ -28,10 +29,12 @@ T = TypeVar("T")
 class Operations:
     """One caller's operations over a booted kernel."""
 
-    def __init__(self, kernel: Kernel, caller: Caller, request_id: str | None = None) -> None:
+    def __init__(self, kernel: Kernel, caller: Caller, request_id: str | None = None,
+                 consistency: Consistency | None = None) -> None:
         self.kernel = kernel
         self.caller = caller
         self.request_id = request_id  # a transport's id for this request (HTTP X-Request-Id), else minted
+        self.consistency = consistency or Consistency()  # read-your-writes across read replicas (db.replicas)
 
     @property
     def namespace(self) -> Namespace:
@@ -45,6 +48,8 @@ class Operations:
             try:
                 ns = authorize(self.caller, right, target) if right else self.caller.namespace
                 result = body(ns, request_id)
+                if right == WRITE and self.kernel.router.enabled:
+                    self.consistency.wrote = self.kernel.router.primary_lsn()
                 if not kernel_audits:
                     self.kernel.audit_event(ns, op, f"{op} ok", request_id)
                 return result
@@ -68,7 +73,8 @@ class Operations:
     def search(self, query: str, *, k: int = 10, token_budget: int = 2000, sources: Sequence[str] | None = None,
                driver: str | None = None) -> SearchResult:
         return self._run("search", READ, lambda ns, rid: self.kernel.search(
-            ns, query, k=k, token_budget=token_budget, sources=sources, driver=driver, request_id=rid))
+            ns, query, k=k, token_budget=token_budget, sources=sources, driver=driver, request_id=rid,
+            after_lsn=self.consistency.after))
 
     def whoami(self) -> dict[str, Any]:
         """Who the token stands for and what it reads: its namespace's lineage, root first."""
@@ -78,14 +84,17 @@ class Operations:
             "scopes": sorted(c.scopes), "request_id": rid}, kernel_audits=False)
 
     def get(self, memory_id: str) -> MemoryRow:
-        return self._run("get", READ, lambda ns, rid: self.kernel.get(ns, check_id(memory_id)), kernel_audits=False)
-
-    def recent(self, limit: int = 20, cursor: str | None = None, sources: Sequence[str] | None = None) -> Page:
-        return self._run("recent", READ, lambda ns, rid: self.kernel.recent(ns, limit, cursor, sources),
+        return self._run("get", READ, lambda ns, rid: self.kernel.get(ns, check_id(memory_id),
+                                                                        after_lsn=self.consistency.after),
                          kernel_audits=False)
 
+    def recent(self, limit: int = 20, cursor: str | None = None, sources: Sequence[str] | None = None) -> Page:
+        return self._run("recent", READ, lambda ns, rid: self.kernel.recent(
+            ns, limit, cursor, sources, after_lsn=self.consistency.after), kernel_audits=False)
+
     def history(self, memory_id: str) -> list[MemoryRow]:
-        return self._run("history", READ, lambda ns, rid: self.kernel.history(ns, check_id(memory_id)), kernel_audits=False)
+        return self._run("history", READ, lambda ns, rid: self.kernel.history(
+            ns, check_id(memory_id), after_lsn=self.consistency.after), kernel_audits=False)
 
     def concepts(self, query: str, k: int = 10) -> list[ScoredRef]:
         return self._run("concepts", READ, lambda ns, rid: self.kernel.concepts(ns, query, k), kernel_audits=False)

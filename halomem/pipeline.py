@@ -23,11 +23,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import audit
 from .auth.rights import Caller
 from .auth.store import PrincipalStore
+from .db.replicas import Consistency
 from .errors import AuthenticationError, HalomemError, RateLimitedError
 from .server.limits import DEFAULT_BURST, DEFAULT_RATE, RateLimiter
 from .write.writer import new_request_id
@@ -47,6 +48,7 @@ class Request(audit.Trace):
     client: str = "-"  # the peer address (the rate-limit key before authentication)
     caller: Caller | None = None
     outcome: HalomemError | None = None  # why it was refused, when it was
+    consistency: Consistency = field(default_factory=Consistency)  # read-your-writes (db.replicas)
 
 
 class RefusalLedger:
@@ -93,6 +95,8 @@ class Pipeline:
         self.per_principal = RateLimiter(rate, burst)
         self.per_client = RateLimiter(rate, burst, per="client address")  # charged by failed authentications only
         self.ledger = RefusalLedger(refusal_window)
+        self.last_write: dict[str, int] = {}  # principal -> WAL position of its last write (this process)
+        self._writes_lock = threading.Lock()
 
     # --- the steps ---------------------------------------------------------------------------
     def begin(self, route: str, client: str = "-", request_id: str | None = None) -> Request:
@@ -110,6 +114,9 @@ class Pipeline:
             raise
         request.caller = principal.caller()
         self.per_principal.check(principal.id)
+        remembered = self.last_write.get(principal.id)
+        if remembered and remembered > (request.consistency.after or 0):
+            request.consistency.after = remembered
         return request.caller
 
     def for_token(self, token: object, route: str = "library"):  # noqa: ANN201 - halomem.ops.Operations
@@ -126,14 +133,17 @@ class Pipeline:
 
         if request.caller is None:
             raise AuthenticationError("missing bearer token (Authorization: Bearer hm_...)")
-        return Operations(self.kernel, request.caller, request.request_id)
+        return Operations(self.kernel, request.caller, request.request_id, request.consistency)
 
     def finish(self, request: Request, error: HalomemError | None, status: int | None = None) -> None:
         """Write the request's own audit row unless the operation already wrote one; call it
         before the response leaves, so a client that reads the trail next finds the row."""
+        ns, principal = self._who(request)
+        if request.consistency.wrote and principal:
+            with self._writes_lock:
+                self.last_write[principal] = max(self.last_write.get(principal, 0), request.consistency.wrote)
         if request.rows:
             return
-        ns, principal = self._who(request)
         if error is None:
             detail = f"{request.route} ok"
         else:

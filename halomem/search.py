@@ -10,7 +10,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Callable, Sequence
 
 import sqlalchemy as sa
 
@@ -19,7 +19,8 @@ from .drivers import DriverRegistry, DriverUnavailableError
 from .drivers.view import admitted_refs, build_scoped_view
 from .embed import Embedder
 from .errors import DriverError, InvalidInputError
-from .index import IndexReader, MemoryIndex, Scope
+from .db.replicas import PRIMARY, ReadRouter
+from .index import IndexReader, Scope
 from .limits import check_query, check_search_bounds, check_sources
 from .policy import choose_driver, effective_policy
 from .results import Hit, SearchResult
@@ -62,16 +63,19 @@ class DriverWarnings(logging.Handler):
 class Searcher:
     """One kernel's search path over its engine, index, mounted drivers and embedder."""
 
-    def __init__(self, engine: sa.Engine, index: MemoryIndex, registry: DriverRegistry, embedder: Embedder) -> None:
+    def __init__(self, engine: sa.Engine, router: ReadRouter, registry: DriverRegistry, embedder: Embedder) -> None:
         self.engine = engine
-        self.index = index
+        self.router = router  # which database serves the read (db.replicas)
         self.registry = registry
         self.embedder = embedder
+        # called with (driver served, seconds, requested driver when it fell back, database) per search
+        self.observers: list[Callable[[str, float, str | None, str], None]] = []
 
     def search(self, ns: Namespace, query: str, *, k: int = 10, token_budget: int = 2000,
                sources: Sequence[str] | None = None, driver: str | None = None,
-               request_id: str | None = None) -> SearchResult:
-        """Rank what ``ns`` may see with the policy's driver (or ``driver``); audited."""
+               request_id: str | None = None, after_lsn: int | None = None) -> SearchResult:
+        """Rank what ``ns`` may see with the policy's driver (or ``driver``); audited. ``after_lsn``:
+        the caller's last write, which the database that serves must have."""
         query, sources = check_query(query), check_sources(sources)
         check_search_bounds(k, token_budget)
         if driver is not None and not self.registry.has(driver):  # the caller's mistake, not a driver's failure
@@ -82,13 +86,20 @@ class Searcher:
         with self.engine.connect() as conn:
             requested = driver or choose_driver(effective_policy(conn, ns), query)
         chosen, unmounted = self.registry.resolve(requested)
+        index, database = self.router.choose(after_lsn)
         try:
-            with self.index.reader() as reader:
+            with index.reader() as reader:
                 planned = self._plan(reader, scope, chosen, query, k, token_budget)
                 result = self._materialize(reader, scope, query, planned, requested, request_id)
         except DriverError as exc:
             self._audit(ns, "search", f"search failed driver={chosen.name} error={str(exc)[:200]}", request_id)
             raise
+        except sa.exc.OperationalError:
+            if database == PRIMARY:
+                raise
+            self.router.unavailable(database)  # the replica went away mid-read: the primary answers
+            return self.search(ns, query, k=k, token_budget=token_budget, sources=sources, driver=driver,
+                               request_id=request_id, after_lsn=after_lsn)
         result.elapsed_ms = (time.perf_counter() - started) * 1000
         notes = [f"driver_fallback={requested}->baseline reason=unmounted"] if unmounted else []
         notes += [planned.fallback_note] if planned.fallback_note else []
@@ -102,7 +113,11 @@ class Searcher:
             detail += f" dropped={result.dropped}"
         if result.warnings:
             detail += " driver_warnings=" + json.dumps("; ".join(result.warnings)[:500])
+        if self.router.enabled:
+            detail += f" db={database}"
         self._audit(ns, "search", detail, request_id)
+        for observe in self.observers:
+            observe(result.driver, result.elapsed_ms / 1000, requested if result.fallback else None, database)
         return result
 
     def _plan(self, reader: IndexReader, scope: Scope, driver: RetrieverDriver, query: str, k: int,

@@ -1,6 +1,8 @@
 """Engine construction: the external server from HALOMEM_DATABASE_URL, else the embedded one."""
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 
 from ..config import Settings
@@ -44,7 +46,28 @@ def make_engine(settings: Settings, pool_size: int = 10) -> sa.Engine:
     return engine
 
 
-def make_reader_engine(engine: sa.Engine, role: str, pool_size: int = 10) -> sa.Engine | None:
+def make_replicas(urls: str | None) -> list[Any]:
+    """The hot standbys of HALOMEM_READ_DATABASE_URL (comma-separated), each read through its
+    SELECT-only reader role when that logs in (a physical standby has the primary's roles). A standby
+    that does not answer now is kept: the router skips it until it does."""
+    from ..index import MemoryIndex
+    from .migrations import READER_ROLE
+    from .replicas import Replica
+
+    replicas = []
+    for url in [u.strip() for u in (urls or "").split(",") if u.strip()]:
+        try:
+            engine = sa.create_engine(sqlalchemy_url(url), pool_size=10, max_overflow=10, pool_pre_ping=True,
+                                      connect_args={**CONNECT_ARGS, "connect_timeout": 2})
+        except sa.exc.ArgumentError as exc:
+            raise ConfigError(f"HALOMEM_READ_DATABASE_URL is not a usable PostgreSQL URL: {_one_line(exc)}") from None
+        reader = make_reader_engine(engine, READER_ROLE, writable=False)
+        name = f"{engine.url.host or 'local'}:{engine.url.port or 5432}"
+        replicas.append(Replica(name, engine, MemoryIndex(reader or engine)))
+    return replicas
+
+
+def make_reader_engine(engine: sa.Engine, role: str, pool_size: int = 10, *, writable: bool = True) -> sa.Engine | None:
     """The same server as ``role`` (SELECT-only), or None where that login is not possible.
 
     When the admin URL carries a password, the reader's is derived from it (db.credentials) and
@@ -66,7 +89,7 @@ def make_reader_engine(engine: sa.Engine, role: str, pool_size: int = 10) -> sa.
             return False
 
     ok = usable()
-    if not ok and password:
+    if not ok and password and writable:  # a standby takes no grants: they come from its primary
         try:
             with engine.begin() as conn:  # a DBA made the role after init, or it lacks a password yet
                 granted = grant_reader(conn)

@@ -97,6 +97,32 @@ class ExternalPostgres:
             for statement in database_statements():
                 conn.execute(statement)
 
+    def add_standby(self, root: Path) -> "ExternalPostgres":
+        """A hot standby of this cluster: pg_basebackup (streaming, -R) into ``root``, started on
+        another port. It replays the primary's WAL and has its roles, the reader's included."""
+        standby = ExternalPostgres(root)
+        root.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            entry = pwd.getpwnam(RUN_AS)
+            os.chown(root, entry.pw_uid, entry.pw_gid)
+            root.chmod(0o700)
+        self._run("pg_basebackup", "-h", "127.0.0.1", "-p", str(self.port), "-U", DBA, "-D", str(standby.data),
+                  "-R", "-X", "stream", "-c", "fast")
+        return standby.start()
+
+    def sql(self, statement: str, database: str = DATABASE) -> object:
+        """Run one statement as the DBA (pause replay, look at lag); the first value it returns."""
+        import psycopg
+
+        with psycopg.connect(f"host=127.0.0.1 port={self.port} user={DBA} dbname={database}",
+                             autocommit=True) as conn:
+            row = conn.execute(statement).fetchone()
+        return row[0] if row else None
+
+    def kill(self) -> None:
+        """Stop at once, as a crash would (pg_ctl -m immediate)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():
             self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")

@@ -36,6 +36,19 @@ def format_lsn(value: int) -> str:
 
 
 @dataclass
+class Consistency:
+    """One request's read-your-writes state: the WAL position its reads must see (the caller's last
+    write, from the server's memory or the client's token) and the one its own write reached."""
+
+    after: int | None = None
+    wrote: int | None = None
+
+    def token(self) -> str | None:
+        latest = max(self.after or 0, self.wrote or 0)
+        return format_lsn(latest) if latest else None
+
+
+@dataclass
 class Replica:
     name: str  # host:port, for audit rows and metrics
     engine: sa.Engine

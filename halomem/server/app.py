@@ -8,19 +8,22 @@ import time
 from typing import Any, AsyncIterator
 
 from fastapi import FastAPI, Request
+from starlette.responses import Response
 from fastapi.exceptions import RequestValidationError
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from ..errors import HalomemError, InvalidInputError, MethodNotAllowedError, NotFoundError, SchemaMismatchError
+from ..errors import (AuthenticationError, DatabaseUnavailableError, HalomemError, InvalidInputError,
+                      MethodNotAllowedError, NotFoundError, SchemaMismatchError)
 from ..kernel import Kernel
 from ..pipeline import DEFAULT_REFUSAL_WINDOW, Pipeline
 from .api import build_router
 from .edge import Edge, current
 from .limits import DEFAULT_MAX_BODY
 from .mcp_tools import build_mcp
-from .openapi import docs_routes, problem_media_type
+from .metrics import Metrics
+from .openapi import docs_routes, problem_media_type, problems
 from .problems import from_error, from_unexpected
 
 log = logging.getLogger("halomem.server")
@@ -35,8 +38,10 @@ def _validation_detail(exc: RequestValidationError) -> str:
 
 def create_app(kernel: Kernel, *, host: str = "127.0.0.1", port: int = 8080, rate: float = 100.0,
                burst: int = 200, max_body: int = DEFAULT_MAX_BODY, refusal_window: float = DEFAULT_REFUSAL_WINDOW,
-               pipeline: Pipeline | None = None) -> Any:
+               pipeline: Pipeline | None = None, metrics_token: str | None = None, access_log: bool = False) -> Any:
     pipeline = pipeline or Pipeline(kernel, rate=rate, burst=burst, refusal_window=refusal_window)
+    metrics = Metrics(metrics_token)
+    kernel.searcher.observers.append(metrics.observe_search)
     security = None
     if host in LOOPBACK:
         security = TransportSecuritySettings(
@@ -95,11 +100,41 @@ def create_app(kernel: Kernel, *, host: str = "127.0.0.1", port: int = 8080, rat
             conn.exec_driver_sql("SELECT 1")
         return {"status": "ok", "version": __version__}
 
+    @app.get("/readyz", summary="Ready to serve: the database answers and its schema is this halomem's (no token)",
+             responses=problems(503))
+    def readyz() -> Any:
+        from ..db.migrations import LATEST, _read_meta
+
+        with kernel.engine.connect() as conn:
+            found = _read_meta(conn).get("schema_version")
+        if found != str(LATEST):
+            raise DatabaseUnavailableError(f"schema v{found} is not this halomem's v{LATEST}: run halomem init")
+        return {"status": "ready", "version": __version__, "schema_version": LATEST,
+                "replicas": [r.name for r in kernel.router.replicas]}
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics_page(request: Request) -> Any:
+        if metrics.token is None:
+            raise NotFoundError("metrics are off: set HALOMEM_METRICS_TOKEN and scrape with it as a bearer token")
+        if not metrics.allowed(request.headers.get("authorization")):
+            raise AuthenticationError("metrics need Authorization: Bearer $HALOMEM_METRICS_TOKEN")
+        metrics.observe_pools({"primary": kernel.engine, "reader": kernel.reader_engine})
+        for replica in kernel.router.replicas:
+            try:
+                lag = replica.lag_seconds()
+            except Exception:  # noqa: BLE001 - a dead replica has no lag to report
+                lag = None
+            if lag is not None:
+                metrics.replica_lag.set(lag)
+        body, media_type = metrics.exposition()
+        return Response(body, media_type=media_type)
+
     api = build_router(pipeline)
     app.include_router(api)
     for route in mcp_app.routes:  # /mcp only: every other path is the API's (problem+json 404s)
         app.router.routes.append(route)
-    app.add_middleware(Edge, pipeline=pipeline, max_body=max_body, routes=[*api.routes, *mcp_app.routes])
+    app.add_middleware(Edge, pipeline=pipeline, max_body=max_body, routes=[*api.routes, *mcp_app.routes],
+                       metrics=metrics, access_log=access_log)
     app.state.pipeline = pipeline
     return app
 
@@ -131,12 +166,20 @@ def serve(kernel: Kernel, *, host: str, port: int, rate: float, burst: int, max_
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     log.addHandler(handler)
     log.propagate = False
+    import os
+
     pipeline = Pipeline(kernel, rate=rate, burst=burst, refusal_window=refusal_window)
-    app = create_app(kernel, host=host, port=port, max_body=max_body, pipeline=pipeline)
+    if access_log:  # one JSON line per request on stderr (server.edge): never a token, never content
+        access = logging.getLogger("halomem.access")
+        access.addHandler(logging.StreamHandler(sys.stderr))
+        access.setLevel(logging.INFO)
+        access.propagate = False
+    app = create_app(kernel, host=host, port=port, max_body=max_body, pipeline=pipeline, access_log=access_log,
+                     metrics_token=os.environ.get("HALOMEM_METRICS_TOKEN", "").strip() or None)
     if heads_every > 0:  # the audit head outside the database while serving (audit.heads)
         _every(heads_every, "audit-heads", kernel.record_audit_head)
     _every(max(1.0, refusal_window), "refusal-summaries", pipeline.write_summaries)
     # SIGTERM as SIGINT: uvicorn stops accepting, drains in-flight requests (at most 10 s), runs the
     # lifespan's shutdown, then re-raises the signal, which the CLI turns into its clean exit
-    uvicorn.run(app, host=host, port=port, log_level="info" if access_log else "warning", access_log=access_log,
+    uvicorn.run(app, host=host, port=port, log_level="info" if access_log else "warning", access_log=False,
                 timeout_graceful_shutdown=10)

@@ -8,18 +8,25 @@ before the response starts. Anything that escapes the app's own handlers becomes
 """
 from __future__ import annotations
 
+import json
+import logging
+import time
+from datetime import datetime, timezone
 from typing import Any
 
 import anyio.to_thread
 
 from .. import audit
+from ..db.replicas import parse_lsn
 from ..errors import HalomemError, PayloadTooLargeError
 from ..pipeline import Pipeline, Request, error_for_status
 from .problems import from_error, from_unexpected
 
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/docs", "/openapi.json"})
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/docs", "/openapi.json", "/metrics"})  # /metrics: its own token
+access = logging.getLogger("halomem.access")
 DOCS_ASSETS = "/docs/assets"  # the packaged Swagger UI's files (server.openapi)
 MCP_PATH = "/mcp"
+CONSISTENCY_HEADER = b"halomem-consistency"  # read-your-writes token: the WAL position of your last write
 
 
 def current(scope_or_request: Any) -> Request | None:
@@ -28,18 +35,24 @@ def current(scope_or_request: Any) -> Request | None:
     return (scope.get("state") or {}).get("halomem_request")
 
 
+def _header(scope: dict[str, Any], name: bytes) -> str:
+    return dict(scope.get("headers") or []).get(name, b"").decode("latin-1")
+
+
 def bearer(scope: dict[str, Any]) -> str | None:
-    header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
-    scheme, _, token = header.partition(" ")
+    scheme, _, token = _header(scope, b"authorization").partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
 class Edge:
-    def __init__(self, app: Any, pipeline: Pipeline, max_body: int, routes: Any = ()) -> None:
+    def __init__(self, app: Any, pipeline: Pipeline, max_body: int, routes: Any = (), metrics: Any = None,
+                 access_log: bool = False) -> None:
         self.app = app
         self.pipeline = pipeline
         self.max_body = max_body
         self.routes = routes  # the app's routes: audit rows name a route's template, never the path
+        self.metrics = metrics  # server.metrics.Metrics, or None
+        self.access_log = access_log
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -48,8 +61,10 @@ class Edge:
         public = scope["path"] in PUBLIC_PATHS or scope["path"].startswith(DOCS_ASSETS + "/")
         client = (scope.get("client") or ("-",))[0]
         request = self.pipeline.begin(f"{scope['method']} {self._route_of(scope)}", client)
+        began = time.perf_counter()
         state = scope.setdefault("state", {})
         state["halomem_request"], state["request_id"] = request, request.request_id
+        request.consistency.after = parse_lsn(_header(scope, CONSISTENCY_HEADER))  # a client's token, if any
         started = False
 
         async def send_out(message: dict[str, Any]) -> None:
@@ -57,10 +72,15 @@ class Edge:
             if message["type"] == "http.response.start":
                 started = True
                 status = int(message["status"])
+                error = request.outcome or (error_for_status(status) if status >= 400 else None)
                 if not public and not (scope["path"] == MCP_PATH and status == 202):  # 202: MCP notifications
-                    error = request.outcome or (error_for_status(status) if status >= 400 else None)
                     await anyio.to_thread.run_sync(self.pipeline.finish, request, error, status)
-                message["headers"] = [*message.get("headers", []), (b"x-request-id", request.request_id.encode())]
+                self._observe(request, status, error, time.perf_counter() - began)
+                headers = [*message.get("headers", []), (b"x-request-id", request.request_id.encode())]
+                token = request.consistency.token() if self.pipeline.kernel.router.enabled else None
+                if token:  # read replicas: send it back and your next read sees what you wrote
+                    headers.append((CONSISTENCY_HEADER, token.encode()))
+                message["headers"] = headers
             await send(message)
 
         try:
@@ -77,6 +97,18 @@ class Edge:
             request.outcome = error or HalomemError("internal error")
             response = from_error(error, request.request_id) if error else from_unexpected(exc, request.request_id)
             await response(scope, receive, send_out)
+
+    def _observe(self, request: Request, status: int, error: HalomemError | None, seconds: float) -> None:
+        """Metrics and the access log: ids, route, status and time; never a token or content."""
+        caller = request.caller
+        if self.metrics is not None:
+            self.metrics.observe_request(request.route, status, caller.namespace.path if caller else None,
+                                         error.slug if error else None)
+        if self.access_log:
+            access.info(json.dumps({"ts": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+                                    "request_id": request.request_id, "principal": caller.principal_id if caller
+                                    else None, "route": request.route, "status": status,
+                                    "ms": round(seconds * 1000, 2), "client": request.client}))
 
     def _route_of(self, scope: dict[str, Any]) -> str:
         """The template of the route a path asks for (free text such as ids stays out)."""

@@ -61,9 +61,10 @@ class ThroughPipeline:
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
         if ctx.request_id is None:
             return await call_next(ctx)
-        route = f"mcp {ctx.method}"
-        if ctx.method == "tools/call" and isinstance((ctx.params or {}).get("name"), str):
-            route += " " + ctx.params["name"][:50]
+        route = f"mcp {ctx.method if ctx.method in MCP_METHODS else '(other method)'}"  # bounded: audit, metrics
+        if ctx.method == "tools/call":
+            name = (ctx.params or {}).get("name")
+            route += " " + (name if name in TOOL_SCOPES else "(unknown tool)")
         held = current(ctx.request) if ctx.request is not None else None
         request = held or self.pipeline.begin(route, client="stdio")
         request.route = route
@@ -128,6 +129,9 @@ def _caller() -> Caller:
     return request.caller
 
 
+MCP_METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/read",
+                         "resources/templates/list", "prompts/list", "prompts/get", "completion/complete",
+                         "logging/setLevel"})
 # which scope each tool needs (whoami: none); tools/list offers a token only what it may call
 TOOL_SCOPES = {"search": READ, "get": READ, "recent": READ, "history": READ, "entities": READ, "concepts": READ,
                "remember": WRITE, "remember_many": WRITE, "supersede": WRITE, "erase": WRITE, "whoami": None}
@@ -170,7 +174,8 @@ def build_mcp(kernel: Kernel, pipeline: Pipeline, *, http: bool = False, stdio_t
 
     async def call(work: Callable[[Operations], Any]) -> Any:
         request = _CURRENT.get()
-        ops = Operations(kernel, _caller(), request.request_id if request else None)
+        _caller()  # authenticated, or a one-line refusal
+        ops = pipeline.operations(request)
         try:
             return await anyio.to_thread.run_sync(lambda: work(ops))
         except HalomemError as exc:

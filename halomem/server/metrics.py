@@ -56,8 +56,9 @@ class Metrics:
         if refused_kind:
             self.refusals.labels(refused_kind).inc()
 
-    def observe_search(self, driver: str, seconds: float, fallback_from: str | None) -> None:
+    def observe_search(self, driver: str, seconds: float, fallback_from: str | None, database: str) -> None:
         self.search_seconds.labels(driver).observe(seconds)
+        self.database.labels("primary" if database == "primary" else "replica").inc()
         if fallback_from:
             self.fallbacks.labels(fallback_from).inc()
 
