@@ -94,8 +94,17 @@ def ingest(rows: int = typer.Option(20000, help="Rows to ingest."),
 def serve(memories: int = typer.Option(100_000, help="Corpus size."),
           clients: str = typer.Option("1,4,16", help="Comma-separated concurrency levels."),
           requests: int = typer.Option(400, help="Searches per leg."),
+          replica: bool = typer.Option(False, "--replica", help="Instead: primary only vs primary + one streaming "
+                                       "replica (PostgreSQL 16 from the wheel), at 1 and 16 clients by default."),
           out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
-    """Search over HTTP vs in-process Kernel.search at 1/4/16 clients; remote vs local CLI."""
+    """Search over HTTP vs in-process Kernel.search at 1/4/16 clients; remote vs local CLI. With
+    --replica: the same over one primary and over a primary with a read replica."""
+    if replica:
+        from ..bench.replica import run_replica
+
+        levels = _split_ints(clients) if clients != "1,4,16" else [1, 16]
+        _finish(run_replica(memories, levels, requests, out_dir, progress=_say), as_json)
+        return
     from ..bench.serve import run_serve
 
     _finish(run_serve(memories, _split_ints(clients), requests, out_dir, _say), as_json)
