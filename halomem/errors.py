@@ -149,7 +149,8 @@ class RateLimitedError(HalomemError):
 
 
 ERROR_CLASSES: tuple[type[HalomemError], ...] = (
-    InvalidInputError, PayloadTooLargeError, MethodNotAllowedError, NotFoundError, ConflictError, DriverError, DatabaseUnavailableError,
+    InvalidInputError, PayloadTooLargeError, MethodNotAllowedError, NotFoundError, ConflictError, DriverError,
+    DatabaseUnavailableError,
     ConfigError, IntegrityError, ConformanceFailed, IngestError, AuthenticationError, PermissionDeniedError,
     RateLimitedError, ServiceUnreachableError,
 )

@@ -8,7 +8,7 @@ the MCP message middleware (server.mcp_tools) for MCP over stdio, and the CLI's 
 (halomem.ops.for_operator, no token). None of them authenticates, limits or audits on its own.
 
 Audit rule (README "Audit trail"): every request gets exactly one row, except
-- public routes (/healthz, /readyz, /docs, /openapi.json) and MCP notifications: none;
+- public routes (/healthz, /readyz, /metrics, /docs, /openapi.json) and MCP notifications: none;
 - a search that fell back to baseline: its ``fallback`` row too;
 - repeatable refusals, ``unauthenticated`` and ``rate-limited``: the first of a window
   (``refusal_window`` seconds, per principal, or for all unauthenticated callers together) gets

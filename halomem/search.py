@@ -79,7 +79,8 @@ class Searcher:
         query, sources = check_query(query), check_sources(sources)
         check_search_bounds(k, token_budget)
         if driver is not None and not self.registry.has(driver):  # the caller's mistake, not a driver's failure
-            raise InvalidInputError(f"unknown driver {str(driver)[:100]!r} (mounted: {', '.join(self.registry.names())})")
+            raise InvalidInputError(f"unknown driver {str(driver)[:100]!r}"
+                                    f" (mounted: {', '.join(self.registry.names())})")
         scope = Scope(ns, sources or None)
         request_id = request_id or new_request_id()
         started = time.perf_counter()

@@ -122,7 +122,8 @@ class PrincipalStore:
                 expires_at = self._within_maker(conn, maker, scope_list, expires_at, now)
             row = conn.execute(principals.insert().values(
                 id=principal_id, name=name, namespace=namespace.path, scopes=",".join(scope_list),
-                secret_hash=hash_secret(secret), expires_at=expires_at, created_by=maker).returning(*principals.c)).one()
+                secret_hash=hash_secret(secret), expires_at=expires_at, created_by=maker)
+                .returning(*principals.c)).one()
             audit.append(conn, namespace.path, "token",
                          f"token created id={principal_id} scopes={','.join(scope_list)}"
                          f" expires={expires_at.isoformat() if expires_at else '-'}", request_id)
@@ -174,8 +175,8 @@ class PrincipalStore:
                                .returning(*principals.c)).one()
             audit.append(conn, row.namespace, "token", f"token revoked id={principal_id}", request_id)
             for child in conn.execute(_LINEAGE_REVOKE, {"root": principal_id}):
-                audit.append(conn, child.namespace, "token", f"token revoked id={child.id} minted_by={child.created_by}",
-                             request_id)
+                audit.append(conn, child.namespace, "token",
+                             f"token revoked id={child.id} minted_by={child.created_by}", request_id)
         return _principal(row)
 
     def authenticate(self, token: object) -> Principal:

@@ -18,21 +18,22 @@ from typing import Callable, Sequence
 import httpx2
 
 from . import report
-from .serve import INGEST_CHUNK, _drive, _pcts
+from .serve import _drive, _pcts, load_corpus
 from .serving import bearer, start_server
-from .synthetic import NAMESPACES, corpus, queries
+from .synthetic import NAMESPACES, queries
 
 
 def _cpu_seconds(pgdata: Path) -> float:
-    """User + system CPU of a cluster's postmaster and every backend it forked."""
+    """User + system CPU of a cluster: its postmaster, the backends alive now, and those that
+    exited since it started (the kernel adds a reaped child's time to its parent's)."""
     import psutil
 
-    pid = int((pgdata / "postmaster.pid").read_text().split()[0])
-    root = psutil.Process(pid)
-    total = 0.0
-    for p in [root, *root.children(recursive=True)]:
+    root = psutil.Process(int((pgdata / "postmaster.pid").read_text().split()[0]))
+    own = root.cpu_times()
+    total = own.user + own.system + own.children_user + own.children_system
+    for child in root.children(recursive=True):
         try:
-            t = p.cpu_times()
+            t = child.cpu_times()
             total += t.user + t.system
         except psutil.Error:
             pass
@@ -54,11 +55,7 @@ def run_replica(memories: int, concurrency: Sequence[int], requests: int, out_di
         kernel = Kernel.boot(Settings(home=root / "home", database_url=primary.owner_url, embedder="hash"),
                              mount_plugins=False)
         try:
-            for ns, texts in corpus(memories).items():
-                for i in range(0, len(texts), INGEST_CHUNK):
-                    kernel.ingest_texts(ns, texts[i:i + INGEST_CHUNK], label="bench:replica")
-            with kernel.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                conn.exec_driver_sql("VACUUM ANALYZE")
+            load_corpus(kernel, memories, "bench:replica")
             readers = {ns: for_operator(kernel, ns).create_token(None, "bench", "read").token for ns in NAMESPACES}
             writer = for_operator(kernel, "acme/eng").create_token(None, "bench-w", "read,write").token
         finally:

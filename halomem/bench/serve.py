@@ -26,6 +26,15 @@ from .synthetic import NAMESPACES, corpus, queries
 INGEST_CHUNK = 50_000
 
 
+def load_corpus(kernel, memories: int, label: str) -> None:  # noqa: ANN001 - a booted halomem.kernel.Kernel
+    """The synthetic org's memories into ``kernel``'s store, then VACUUM ANALYZE (the benches' start)."""
+    for ns, texts in corpus(memories).items():
+        for i in range(0, len(texts), INGEST_CHUNK):
+            kernel.ingest_texts(ns, texts[i:i + INGEST_CHUNK], label=label)
+    with kernel.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.exec_driver_sql("VACUUM ANALYZE")
+
+
 def _pcts(ms: list[float]) -> dict[str, float]:
     q = statistics.quantiles(ms, n=100, method="inclusive")
     return {"p50": q[49], "p95": q[94]}
@@ -79,11 +88,7 @@ def run_serve(memories: int, concurrency: Sequence[int], requests: int, out_dir:
         kernel = Kernel.boot(Settings(home=Path("/nonexistent-halomem-home"), database_url=url, embedder="hash"),
                              mount_plugins=False)
         try:
-            for ns, texts in corpus(memories).items():
-                for i in range(0, len(texts), INGEST_CHUNK):
-                    kernel.ingest_texts(ns, texts[i:i + INGEST_CHUNK], label="bench:serve")
-            with kernel.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                conn.exec_driver_sql("VACUUM ANALYZE")
+            load_corpus(kernel, memories, "bench:serve")
             progress(f"{memories} memories loaded")
             tokens = {ns: for_operator(kernel, ns).create_token(None, "bench", "read").token for ns in NAMESPACES}
             env = {k: v for k, v in os.environ.items() if not k.startswith("HALOMEM_")}

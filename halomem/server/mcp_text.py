@@ -34,14 +34,16 @@ def search(result: Mapping[str, Any]) -> str:
     lines = [head + ("." if hits else ": nothing visible to you matches.")]
     for h in hits:
         where = h["id"] if h["tier"] == "L2" else f"concept {h['ref']}"
-        lines.append(f"{h['rank']}. [{_facts(where, h['namespace'], age(h.get('valid_from')), h['source'] and 'source ' + h['source'])}]")
+        source = h["source"] and "source " + h["source"]
+        lines.append(f"{h['rank']}. [{_facts(where, h['namespace'], age(h.get('valid_from')), source)}]")
         lines.append(h["content"])
     return "\n".join(lines)
 
 
 def memory(row: Mapping[str, Any]) -> str:
     state = "erased" if row.get("erased_at") else ("current" if not row.get("t_valid_to") else "superseded")
-    line = f"[{_facts(row['id'], row['namespace'], state, 'since ' + age(row.get('t_valid_from')).replace(' ago', ''), row.get('source') and 'source ' + row['source'])}]"
+    since = "since " + age(row.get("t_valid_from")).replace(" ago", "")
+    line = f"[{_facts(row['id'], row['namespace'], state, since, row.get('source') and 'source ' + row['source'])}]"
     return line + "\n" + (row.get("content") or "(erased)")
 
 

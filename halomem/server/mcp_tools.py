@@ -147,7 +147,8 @@ _CC = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
 QUERY = rf"^[^{_CC}]*[^\s{_CC}][^{_CC}]*$"
 MemoryId = Annotated[str, Field(max_length=MAX_ID_CHARS, pattern=TEXT, description="A memory id, e.g. m_1a2b...")]
 Content = Annotated[str, Field(max_length=MAX_CONTENT_CHARS, pattern=TEXT, description="The fact, in plain text.")]
-Query = Annotated[str, Field(max_length=MAX_QUERY_CHARS, pattern=QUERY, description="What to look for, in plain words.")]
+Query = Annotated[str, Field(max_length=MAX_QUERY_CHARS, pattern=QUERY,
+                             description="What to look for, in plain words.")]
 Source = Annotated[Optional[str], Field(None, max_length=MAX_SOURCE_CHARS, pattern=NO_NUL,
                                         description="Where it came from: a document, a thread, a ticket.")]
 Sources = Annotated[Optional[list[Annotated[str, Field(max_length=MAX_SOURCE_CHARS, pattern=NO_NUL)]]],
