@@ -283,6 +283,23 @@ def build_mcp(kernel: Kernel, pipeline: Pipeline, *, http: bool = False, stdio_t
     return mcp
 
 
+def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every ``#/$defs/...`` reference replaced by its definition."""
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/$defs/") and len(node) == 1:
+                return walk(defs[ref.rsplit("/", 1)[1]])
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(schema)
+
+
 def _close_arguments(mcp: MCPServer) -> None:
     """Make every tool refuse arguments it does not declare (the SDK ignores them by default)."""
     for tool in mcp._tool_manager.list_tools():
@@ -290,4 +307,6 @@ def _close_arguments(mcp: MCPServer) -> None:
         closed = type(base.__name__, (base,), {"model_config": ConfigDict(extra="forbid",
                                                                           arbitrary_types_allowed=True)})
         tool.fn_metadata.arg_model = closed
-        tool.parameters = closed.model_json_schema(by_alias=True)  # publish what is enforced: additionalProperties false
+        # publish what is enforced (additionalProperties false), nested models inline: some clients
+        # (OpenAI's strict tool schemas) do not follow $ref
+        tool.parameters = _inlined(closed.model_json_schema(by_alias=True))
