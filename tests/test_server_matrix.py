@@ -103,12 +103,14 @@ def outcome_mcp(ok: bool, payload) -> str:  # noqa: ANN001
     return "error: " + text[:120]
 
 
-def assert_no_leak(text: str, caller: str, world: World, *, ids: bool = True) -> None:
-    """No content of a row outside the caller's lineage; nor its id, unless the caller named it."""
+def assert_no_leak(text: str, caller: str, world: World, *, ids: bool = True, ids_below: bool = False) -> None:
+    """No content of a row outside the caller's lineage; nor its id, unless the caller named it or
+    (``ids_below``: the audit trail an admin reads, ids and counts only) it is of the caller's subtree."""
     for ns in world.namespaces:
         if ns not in lineage(caller):
             assert world.word[ns] not in text, f"{caller} saw a row of {ns}"
-            assert not ids or world.canary[ns] not in text, f"{caller} saw id of {ns}"
+            below = ns.startswith(caller + "/")
+            assert not ids or (ids_below and below) or world.canary[ns] not in text, f"{caller} saw id of {ns}"
 
 
 def victim_for(kernel, op: str, caller: str, target: str, world: World) -> str:  # noqa: ANN001
@@ -164,7 +166,7 @@ TARGETED = {"history", "supersede", "erase", "policy_get", "policy_set", "search
 
 def check_payload(op: str, caller: str, target: str, rel: str, body, world: World) -> None:  # noqa: ANN001
     text = str(body["hits"] if op == "search" else body)  # a search echoes its query: judge the hits
-    assert_no_leak(text, caller, world)
+    assert_no_leak(text, caller, world, ids_below=op == "audit")  # admin reads its subtree's trail (README)
     if op == "search":
         assert all(h["namespace"] in lineage(caller) for h in body["hits"])
         found = world.word[target] in text
