@@ -102,10 +102,10 @@ class Kernel:
         rewrites the files."""
         self.writer.erase(namespace(ns), memory_id, reason=reason, request_id=request_id)
 
-    def purge(self) -> list[str]:
+    def purge(self, *, request_id: str | None = None) -> list[str]:
         """Leave no copy of erased content in live table, TOAST or index files (operator only);
         returns what the database role was not allowed to do (see Writer.purge)."""
-        return self.writer.purge()
+        return self.writer.purge(request_id=request_id)
 
     def ingest(self, ns: str | Namespace, path: Path, *, fmt: str | None = None, skip_bad: bool = False,
                progress: Callable[[int], None] | None = None,
@@ -184,16 +184,15 @@ class Kernel:
         return self.writer.materialize_concept(namespace(ns), path, request_id=request_id)
 
     # --- reads -------------------------------------------------------------------------------
-    def visible_row(self, ns: str | Namespace, memory_id: str) -> MemoryRow | None:
-        """The row ``memory_id`` if ``ns`` may see it (live or not), else None."""
-        with self.index.reader() as reader:
+    def visible_row(self, ns: str | Namespace, memory_id: str, *, index: MemoryIndex | None = None) -> MemoryRow | None:
+        """The row ``memory_id`` if ``ns`` may see it (live or not), else None; read from the primary
+        (a write's own-row check) unless ``index`` names a replica's."""
+        with (index or self.index).reader() as reader:
             return reader.fetch(Scope(namespace(ns)), [memory_id], live=False).get(memory_id)
 
     def get(self, ns: str | Namespace, memory_id: str, *, after_lsn: int | None = None) -> MemoryRow:
         """One memory ``ns`` may see (current, superseded or erased), with its validity times."""
-        index, _ = self.router.choose(after_lsn)
-        with index.reader() as reader:
-            row = reader.fetch(Scope(namespace(ns)), [memory_id], live=False).get(memory_id)
+        row = self.visible_row(ns, memory_id, index=self.router.choose(after_lsn)[0])
         if row is None:
             raise NotFoundError(f"no memory {memory_id!r} visible from {ns}")
         return row
@@ -241,10 +240,10 @@ class Kernel:
                                     driver=driver, request_id=request_id, after_lsn=after_lsn)
 
     def audit_event(self, ns: str | Namespace, action: str, detail: str, request_id: str) -> None:
-        """Append one audit row in its own transaction (a refused request, a fallback); ``ns`` "-"
-        is the store itself (a request with no caller namespace, a store-wide operator command)."""
+        """Append one audit row in its own transaction (a refused request, a fallback); ``ns``
+        audit.STORE_NS is the store itself (no caller namespace, a store-wide operator command)."""
         with self.engine.begin() as conn:
-            audit.append(conn, "-" if ns == "-" else namespace(ns).path, action, detail, request_id)
+            audit.append(conn, ns if ns == audit.STORE_NS else namespace(ns).path, action, detail, request_id)
 
     # --- policy & audit ----------------------------------------------------------------------
     def set_policy(self, ns: str | Namespace, policy: dict[str, Any], *, request_id: str | None = None,

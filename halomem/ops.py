@@ -207,10 +207,10 @@ class StoreOperations:
         try:
             result = body(request_id)
         except HalomemError as exc:
-            self.kernel.audit_event("-", op, f"{op} refused kind={exc.slug}", request_id)
+            self.kernel.audit_event(audit.STORE_NS, op, f"{op} refused kind={exc.slug}", request_id)
             raise
         if detail is not None:
-            self.kernel.audit_event("-", op, f"{op} ok {detail(result)}".strip(), request_id)
+            self.kernel.audit_event(audit.STORE_NS, op, f"{op} ok {detail(result)}".strip(), request_id)
         return result
 
     def list_tokens(self, subtree: str | Namespace | None = None) -> list[Principal]:
@@ -227,7 +227,7 @@ class StoreOperations:
         return self.kernel.case_twins(ns)
 
     def purge(self) -> list[str]:
-        return self._run("purge", lambda rid: self.kernel.writer.purge(request_id=rid))
+        return self._run("purge", lambda rid: self.kernel.purge(request_id=rid))
 
     def index_namespace(self, ns: str | Namespace) -> bool:
         return self._run("index", lambda rid: self.kernel.index_namespace(ns), lambda made: f"created={made}")

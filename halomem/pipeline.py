@@ -35,7 +35,7 @@ from .write.writer import new_request_id
 
 log = logging.getLogger("halomem.server")
 
-NO_CALLER_NS = "-"  # the namespace of audit rows for requests that have no caller
+NO_CALLER_NS = audit.STORE_NS  # the namespace of audit rows for requests that have no caller
 REPEATABLE = ("unauthenticated", "rate-limited")  # refusals summarized per window
 DEFAULT_REFUSAL_WINDOW = 60.0
 

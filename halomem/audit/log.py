@@ -29,6 +29,7 @@ from ..db.schema import audit_log
 from ..index.acl import in_subtree
 
 AUDIT_LOCK = 0x6A10_0002
+STORE_NS = "-"  # the namespace of rows no caller namespace owns: store-wide commands, callers with no token
 GENESIS = "0" * 64
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _ACTOR: ContextVar[str | None] = ContextVar("halomem_audit_principal", default=None)

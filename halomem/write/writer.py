@@ -255,7 +255,7 @@ class Writer:
                 not_done.append("no CHECKPOINT (needs the pg_checkpoint role): the rewritten files replace the "
                                 "old ones on disk at the server's next checkpoint")
         with self.engine.begin() as conn:
-            audit.append(conn, "-", "purge", f"purge ok tables={','.join(tables)}"
+            audit.append(conn, audit.STORE_NS, "purge", f"purge ok tables={','.join(tables)}"
                          + (",pg_statistic" if may[0] else "") + (" checkpoint" if may[1] else "")
                          + (f" skipped={len(not_done)}" if not_done else ""), request_id or new_request_id())
         return not_done
