@@ -11,7 +11,8 @@ from .errors import ConfigError
 
 ENV_PREFIX = "HALOMEM_"
 KEYS = ("home", "database_url", "read_database_url", "embedder", "ns", "sidecar_url", "isolate", "driver_deadline_ms",
-        "driver_memory_mb")
+        "driver_memory_mb", "embedder_model", "embedder_url", "embedder_api_key_env", "embedder_dim", "embedder_batch",
+        "embedder_concurrency", "embedder_timeout_s", "embedder_retries")
 
 
 def default_home() -> Path:
@@ -27,12 +28,22 @@ class Settings:
     home: Path = field(default_factory=default_home)
     database_url: str | None = None
     read_database_url: str | None = None  # hot standbys for reads, comma-separated (db.replicas)
-    embedder: str = "hash"
+    embedder: str | None = None  # None: the store's recorded embedder, or the default for a new store
     ns: str | None = None
     sidecar_url: str | None = None
     isolate: str = "untrusted"  # which drivers run in a sandboxed worker: "untrusted" (not halomem's) or "all"
     driver_deadline_ms: int | str = 5000  # an isolated driver's plan() is killed after this
     driver_memory_mb: int | str = 1024  # an isolated worker's address-space limit
+    # the embedder's options (halomem.embed.registry.EmbedderOptions): model, and the OpenAI-compatible
+    # provider's base URL, the NAME of the env var holding its key (never the key), dim, batch, ...
+    embedder_model: str | None = None
+    embedder_url: str | None = None
+    embedder_api_key_env: str | None = None
+    embedder_dim: int | str | None = None
+    embedder_batch: int | str | None = None
+    embedder_concurrency: int | str | None = None
+    embedder_timeout_s: float | str | None = None
+    embedder_retries: int | str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "home", Path(self.home).expanduser())  # a str from library callers too

@@ -83,6 +83,15 @@ class ServiceUnreachableError(HalomemError):
     slug = "server-unreachable"
 
 
+class EmbedderUnavailableError(HalomemError):
+    """The embedding service did not answer usefully after its retries (refused, timed out, 5xx, 429)."""
+
+    exit_code = 16
+    kind = "embedder unavailable"
+    http_status = 503
+    slug = "embedder-unavailable"
+
+
 class ConfigError(HalomemError):
     """Bad settings, a foreign data dir, or an embedder that does not match stored vectors."""
 
@@ -152,7 +161,7 @@ ERROR_CLASSES: tuple[type[HalomemError], ...] = (
     InvalidInputError, PayloadTooLargeError, MethodNotAllowedError, NotFoundError, ConflictError, DriverError,
     DatabaseUnavailableError,
     ConfigError, IntegrityError, ConformanceFailed, IngestError, AuthenticationError, PermissionDeniedError,
-    RateLimitedError, ServiceUnreachableError,
+    RateLimitedError, ServiceUnreachableError, EmbedderUnavailableError,
 )
 BY_SLUG: dict[str, type[HalomemError]] = {cls.slug: cls for cls in ERROR_CLASSES}
 PROBLEM_TYPE_PREFIX = "urn:halomem:problem:"

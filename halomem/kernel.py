@@ -18,9 +18,9 @@ from .config import Settings, load_settings
 from .db.engine import make_engine, make_reader_engine, make_replicas
 from .db.replicas import ReadRouter, Replica
 from .db import migrations
-from .db.migrations import READER_ROLE, migrate
+from .db.migrations import READER_ROLE, migrate, stored_embedder
 from .drivers import DriverRegistry
-from .embed import Embedder, get_embedder
+from .embed import DEFAULT_SPEC, Embedder, EmbedderOptions, get_embedder
 from .errors import InvalidInputError, NotFoundError
 from .index import MemoryIndex, Scope
 from .limits import check_page, check_query, check_sources, namespace
@@ -54,9 +54,14 @@ class Kernel:
     def boot(cls, settings: Settings | None = None, *, mount_plugins: bool = True) -> "Kernel":
         """Connect (starting the embedded server if needed), migrate, mount drivers. ``with Kernel.boot() as k:``."""
         settings = settings or load_settings()
-        embedder = get_embedder(settings.embedder)
         engine = make_engine(settings)
-        migrate(engine, embedder.name, embedder.dim)
+        try:  # unset, the embedder is the store's own (a new store gets the default)
+            embedder = get_embedder(settings.embedder or stored_embedder(engine) or DEFAULT_SPEC,
+                                    EmbedderOptions.from_settings(settings))
+            migrate(engine, embedder.name, embedder.dim)
+        except BaseException:
+            engine.dispose()
+            raise
         kernel = cls(settings, engine, embedder, make_reader_engine(engine, READER_ROLE),
                      make_replicas(settings.read_database_url))
         mount_drivers(kernel.registry, settings, plugins=mount_plugins)

@@ -6,7 +6,7 @@ from halomem.config import Settings
 from halomem.kernel import Kernel
 
 home, head = Path(sys.argv[1]), sys.argv[2]
-kernel = Kernel.boot(Settings(home=home, embedder="hash"))
+kernel = Kernel.boot(Settings(home=home))  # the store's own embedder
 i = 0
 while True:
     i += 1

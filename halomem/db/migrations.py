@@ -137,7 +137,7 @@ def _v1_initial(conn: Connection, dim: int) -> None:
 
 
 READER_ROLE = "halomem_reader"
-READ_TABLES = ("memories", "concepts", "entities", "entity_aliases", "mentions", "lexicon")
+READ_TABLES = ("memories", "concepts", "entities", "entity_aliases", "mentions", "lexicon", "passages")
 
 
 def _v2_reader_role(conn: Connection, dim: int) -> None:
@@ -240,6 +240,19 @@ def _v7_token_lineage(conn: Connection, dim: int) -> None:
                          " WHERE created_by IS NOT NULL")
 
 
+PASSAGE_INDEX = "passages_embedding_idx"
+
+
+def _v8_passages(conn: Connection, dim: int) -> None:
+    """Passage vectors for long memories (embed.passages), with their own HNSW index."""
+    from .schema import passages
+
+    passages.create(conn, checkfirst=True)  # a fresh store: v1 made it, untyped, with everything else
+    conn.exec_driver_sql(f"ALTER TABLE passages ALTER COLUMN embedding TYPE vector({dim})")
+    conn.exec_driver_sql(f"CREATE INDEX IF NOT EXISTS {PASSAGE_INDEX} ON passages USING hnsw (embedding vector_cosine_ops)")
+    _grant_reader(conn, "passages")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (1, "initial schema", _v1_initial),
     (2, "select-only reader role", _v2_reader_role),
@@ -248,6 +261,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (5, "lexical statistics", _v5_lexicon),
     (6, "source positions", _v6_source_positions),
     (7, "token lineage", _v7_token_lineage),
+    (8, "passage vectors", _v8_passages),
 ]
 LATEST = MIGRATIONS[-1][0]
 
@@ -293,10 +307,17 @@ def migrate(engine: sa.Engine, embedder_name: str, dim: int) -> int:
     return version
 
 
+def stored_embedder(engine: sa.Engine) -> str | None:
+    """The embedder a store's vectors were made by (its registry spec), or None for a new store."""
+    with engine.connect() as conn:
+        return _read_meta(conn).get("embedder")
+
+
 def check_embedder(found: dict[str, str], embedder_name: str, dim: int) -> None:
     stored = (found.get("embedder"), found.get("embedding_dim"))
     if stored != (embedder_name, str(dim)):
         raise ConfigError(
             f"stored vectors were made by embedder {stored[0]}/{stored[1]}-d but the active embedder is "
-            f"{embedder_name}/{dim}-d: set HALOMEM_EMBEDDER={stored[0]} (vectors are never mixed across spaces)"
+            f"{embedder_name}/{dim}-d: unset HALOMEM_EMBEDDER (or set it to {stored[0]}), or change the "
+            f"store's embedder with `halomem reembed --embedder {embedder_name}` (vectors are never mixed)"
         )

@@ -56,6 +56,15 @@ lexicon = sa.Table(
     sa.Column("tokens", sa.BigInteger, nullable=False),
 )
 
+# Passage vectors of memories longer than their embedder's window (embed.passages): the vector lane
+# scores a memory by its best passage. They go with their memory: erase deletes them, purge cascades.
+passages = sa.Table(
+    "passages", metadata,
+    sa.Column("memory_id", sa.Text, sa.ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("ordinal", sa.Integer, primary_key=True),
+    sa.Column("embedding", Vector(), nullable=False),
+)
+
 concepts = sa.Table(
     "concepts", metadata,
     sa.Column("namespace", sa.Text, primary_key=True),

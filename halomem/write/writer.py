@@ -14,8 +14,9 @@ from sqlalchemy.engine import Connection
 
 from .. import audit
 from ..cold import check_concept_path
-from ..db.schema import concepts, entities, entity_aliases, memories, policies
+from ..db.schema import concepts, entities, entity_aliases, memories, passages, policies
 from ..embed import Embedder
+from ..embed.passages import Embedded, embed_memories
 from ..embed.tokenize import word_boundary_pattern
 from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..index import IndexReader, Scope
@@ -49,38 +50,41 @@ class Writer:
     # --- L2 rows -----------------------------------------------------------------------------
     def remember(self, ns: Namespace, content: str, *, source: str | None = None,
                  provenance: dict[str, Any] | None = None, request_id: str | None = None) -> NewMemory:
-        content, source, provenance, embedding = self._prepare(content, source, provenance)
+        content, source, provenance, embedded = self._prepare(content, source, provenance)
         memory_id = new_memory_id()
         with self.engine.begin() as conn:
             [position] = places.assign(conn, ns.path, [source])
-            self._insert(conn, ns, memory_id, content, embedding, source, position, provenance, supersedes=None)
+            self._insert(conn, ns, memory_id, content, embedded, source, position, provenance, supersedes=None)
             lexicon.count(conn, added=[memory_id])
             audit.append(conn, ns.path, "remember", f"remember ok id={memory_id}",  # ids only: erasable data stays out
                          request_id or new_request_id())
         return NewMemory(memory_id, ns.path, source)
 
     def _prepare(self, content: str, source: str | None, provenance: dict[str, Any] | None
-                 ) -> tuple[str, str | None, dict[str, Any], list[float]]:
-        """Validate a new row's fields and embed it, before any transaction opens."""
+                 ) -> tuple[str, str | None, dict[str, Any], Embedded]:
+        """Validate a new row's fields and embed it (and its passages), before any transaction opens."""
         content, source = check_content(content), check_source(source)
         provenance = check_provenance(provenance)
-        [embedding] = self.embedder.embed([content])
-        return content, source, provenance, embedding
+        [embedded] = embed_memories(self.embedder, [content])
+        return content, source, provenance, embedded
 
-    def _insert(self, conn: Connection, ns: Namespace, memory_id: str, content: str, embedding: Sequence[float],
+    def _insert(self, conn: Connection, ns: Namespace, memory_id: str, content: str, embedded: Embedded,
                 source: str | None, position: int | None, provenance: dict[str, Any],
                 supersedes: str | None) -> None:
         conn.execute(memories.insert().values(
-            id=memory_id, namespace=ns.path, content=content, embedding=list(embedding), source=source,
+            id=memory_id, namespace=ns.path, content=content, embedding=list(embedded.vector), source=source,
             position=position, provenance=provenance, supersedes=supersedes,
             t_valid_from=sa.func.now()))
+        if embedded.passages:
+            conn.execute(passages.insert(), [{"memory_id": memory_id, "ordinal": i, "embedding": list(v)}
+                                             for i, v in enumerate(embedded.passages)])
         known = IndexReader(conn).visible_entities(Scope(ns))
         record_mentions(conn, ((memory_id, e) for e in mentioned_entities(content, known)))
 
     def supersede(self, ns: Namespace, old_id: str, content: str, *, source: str | None = None,
                   provenance: dict[str, Any] | None = None, request_id: str | None = None) -> NewMemory:
         """Close ``old_id``'s validity and link a new head, atomically; exactly one racer wins."""
-        content, source, provenance, embedding = self._prepare(content, source, provenance)
+        content, source, provenance, embedded = self._prepare(content, source, provenance)
         memory_id = new_memory_id()
         with self.engine.begin() as conn:
             closed = chains.close_head(conn, ns, old_id, memory_id)
@@ -88,7 +92,7 @@ class Writer:
                 self._explain_not_head(conn, ns, old_id)
             source = chains.successor_source(source, closed)
             [position] = places.assign(conn, ns.path, [source], [chains.successor_place(source, closed)])
-            self._insert(conn, ns, memory_id, content, embedding, source, position, provenance, supersedes=old_id)
+            self._insert(conn, ns, memory_id, content, embedded, source, position, provenance, supersedes=old_id)
             lexicon.count(conn, added=[memory_id], retired=[old_id])
             audit.append(conn, ns.path, "supersede", f"supersede ok old={old_id} new={memory_id}",
                          request_id or new_request_id())
@@ -129,6 +133,7 @@ class Writer:
                     raise NotFoundError(f"no memory {memory_id!r} in namespace {ns}")
                 raise ConflictError(f"memory {memory_id} is already erased")
             forget_mentions(conn, memory_id)
+            conn.execute(sa.delete(passages).where(passages.c.memory_id == memory_id))
             audit.append(conn, ns.path, "erase", f"erase ok id={memory_id} reason={json.dumps(reason[:200])}",
                          request_id or new_request_id())
 
@@ -235,7 +240,7 @@ class Writer:
         allowed; they are skipped and returned as sentences saying what was not done and which
         privilege would do it (the audit row lists them too).
         """
-        tables = ("memories", "mentions", "concepts", "lexicon")
+        tables = ("memories", "passages", "mentions", "concepts", "lexicon")
         not_done: list[str] = []
         with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             for table in tables:

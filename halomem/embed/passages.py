@@ -1,0 +1,54 @@
+"""Passages: a memory longer than its embedder's window is also embedded per overlapping window, so
+the vector lane can score it by its best passage (index.reader.vector_search). A fact in the last
+paragraph of a long document reaches the vector lane; without passages the window cut it off (a
+transformer) or the mean over the whole text drowned it (a static model)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+OVERLAP_FRACTION = 0.25
+
+
+def passage_chars(embedder: Any) -> int | None:
+    """The embedder's window in characters (None: it embeds whole texts, as `hash` does)."""
+    size = getattr(embedder, "passage_chars", None)
+    return int(size) if size else None
+
+
+def split(text: str, size: int | None) -> list[str]:
+    """Overlapping windows of at most ``size`` characters, cut at whitespace where there is some,
+    covering all of ``text``; [] when the text fits one window (the memory's own vector covers it)."""
+    if not size or len(text) <= size:
+        return []
+    step = max(1, int(size * (1 - OVERLAP_FRACTION)))
+    out: list[str] = []
+    start = 0
+    while True:
+        end = min(len(text), start + size)
+        if end < len(text):  # end at the last whitespace inside the window, when one is near
+            cut = text.rfind(" ", start + step // 2, end)
+            end = cut if cut > start else end
+        out.append(text[start:end].strip() or text[start:end])
+        if end >= len(text):
+            return out
+        nxt = start + step
+        space = text.find(" ", nxt, min(len(text), nxt + size // 10))
+        start = min(space + 1 if space >= 0 else nxt, end)
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """A memory's vector and its passages' vectors ([] when it fits the window)."""
+
+    vector: list[float]
+    passages: list[list[float]]
+
+
+def embed_memories(embedder: Any, texts: Sequence[str]) -> list[Embedded]:
+    """Each text's vector and passage vectors, in one call to the embedder (one request when remote)."""
+    size = passage_chars(embedder)
+    pieces = [split(t, size) for t in texts]
+    vectors = iter(embedder.embed([*texts, *(p for ps in pieces for p in ps)]))
+    whole = [next(vectors) for _ in texts]
+    return [Embedded(v, [next(vectors) for _ in ps]) for v, ps in zip(whole, pieces)]

