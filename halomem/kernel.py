@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import sqlalchemy as sa
 
@@ -21,6 +21,10 @@ from .db import migrations
 from .db.migrations import READER_ROLE, migrate, stored_embedder
 from .drivers import DriverRegistry
 from .embed import DEFAULT_SPEC, Embedder, EmbedderOptions, get_embedder
+from .embed.registry import ActiveEmbedder
+
+if TYPE_CHECKING:
+    from .write.reembed import Reembedded
 from .errors import InvalidInputError, NotFoundError
 from .index import MemoryIndex, Scope
 from .limits import check_page, check_query, check_sources, namespace
@@ -43,12 +47,12 @@ class Kernel:
         self.settings = settings
         self.engine = engine
         self.reader_engine = reader_engine
-        self.embedder = embedder
+        self.embedders = ActiveEmbedder(embedder, EmbedderOptions.from_settings(settings))
         self.index = MemoryIndex(reader_engine or engine)
         self.router = ReadRouter(engine, self.index, list(replicas))
-        self.writer = Writer(engine, embedder)
+        self.writer = Writer(engine, self.embedders)
         self.registry = DriverRegistry(warn=log.warning)
-        self.searcher = Searcher(engine, self.router, self.registry, embedder)
+        self.searcher = Searcher(engine, self.router, self.registry, self.embedders)
 
     @classmethod
     def boot(cls, settings: Settings | None = None, *, mount_plugins: bool = True) -> "Kernel":
@@ -66,6 +70,11 @@ class Kernel:
                      make_replicas(settings.read_database_url))
         mount_drivers(kernel.registry, settings, plugins=mount_plugins)
         return kernel
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder in use: the store's (it follows a reembed of a live store)."""
+        return self.embedders.current
 
     def __enter__(self) -> "Kernel":
         return self
@@ -112,6 +121,17 @@ class Kernel:
         returns what the database role was not allowed to do (see Writer.purge)."""
         return self.writer.purge(request_id=request_id)
 
+    def reembed(self, target: Embedder, *, batch: int = 256, request_id: str | None = None,
+                **progress: Any) -> "Reembedded":
+        """Remake every vector with ``target`` on the live store, then swap (write.reembed); this
+        kernel uses ``target`` from then on (other kernels follow at their next read or write)."""
+        from .write.reembed import reembed
+
+        done = reembed(self.engine, target, batch=batch, request_id=request_id, **progress)
+        self.embedders.current = target
+        self.index.catalog.forget()
+        return done
+
     def ingest(self, ns: str | Namespace, path: Path, *, fmt: str | None = None, skip_bad: bool = False,
                progress: Callable[[int], None] | None = None,
                on_parsed: Callable[[int], None] | None = None, request_id: str | None = None,
@@ -132,8 +152,9 @@ class Kernel:
         request_id = request_id or new_request_id()
         if on_parsed:
             on_parsed(len(rows))
-        applied = bulk_apply(self.engine, self.embedder, ns, rows, label=label, progress=progress,
-                             request_id=request_id, on_write=on_write) if rows else Applied([], [], [])
+        applied = self.embedders.redo_on_swap(lambda: bulk_apply(
+            self.engine, self.embedders.current, ns, rows, label=label, progress=progress, request_id=request_id,
+            on_write=on_write)) if rows else Applied([], [], [])
         return IngestReport(written=len(applied.written), skipped=bad, ids=applied.written, namespace=ns.path,
                             request_id=request_id, unchanged=applied.unchanged, superseded=applied.superseded)
 
@@ -173,7 +194,8 @@ class Kernel:
             raise InvalidInputError("ingest_texts: give either one source or one per text")
         rows = [ParsedRow(i, check_content(t), check_source(src), {})
                 for i, (t, src) in enumerate(zip(texts, sources), 1)]
-        return bulk_insert(self.engine, self.embedder, namespace(ns), rows, label=label)
+        return self.embedders.redo_on_swap(
+            lambda: bulk_insert(self.engine, self.embedders.current, namespace(ns), rows, label=label))
 
     def add_entity(self, ns: str | Namespace, name: str, aliases: Sequence[str] = (), *,
                    request_id: str | None = None) -> tuple[int, int]:
@@ -232,8 +254,8 @@ class Kernel:
 
     def concepts(self, ns: str | Namespace, query: str, k: int = 10) -> list[ScoredRef]:
         query = check_query(query)
-        [embedding] = self.embedder.embed([query])
         with self.index.reader() as reader:
+            [embedding] = self.embedders.follow(reader.store_embedder()).embed([query])
             return reader.concepts(Scope(namespace(ns)), query, embedding, k)
 
     def search(self, ns: str | Namespace, query: str, *, k: int = 10, token_budget: int = 2000,

@@ -21,6 +21,8 @@ from .limits import MAX_REASON_CHARS, check_id, check_text, namespace
 from .policy import Policy
 from .results import ConceptStored, EntityAdded, Erased, IngestReport, MemoryRow, NewMemory, Page, SearchResult
 from .types import Namespace, ScoredRef
+from .embed import Embedder
+from .write.reembed import Reembedded
 from .write.writer import new_request_id
 
 T = TypeVar("T")
@@ -228,6 +230,10 @@ class StoreOperations:
 
     def purge(self) -> list[str]:
         return self._run("purge", lambda rid: self.kernel.purge(request_id=rid))
+
+    def reembed(self, target: Embedder, **progress: Any) -> Reembedded:
+        """The store's vectors remade by ``target`` (its swap writes the audit row)."""
+        return self._run("reembed", lambda rid: self.kernel.reembed(target, request_id=rid, **progress))
 
     def index_namespace(self, ns: str | Namespace) -> bool:
         return self._run("index", lambda rid: self.kernel.index_namespace(ns), lambda made: f"created={made}")

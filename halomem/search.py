@@ -18,6 +18,7 @@ from . import audit
 from .drivers import DriverRegistry, DriverUnavailableError
 from .drivers.view import admitted_refs, build_scoped_view
 from .embed import Embedder
+from .embed.registry import ActiveEmbedder
 from .errors import DriverError, InvalidInputError
 from .db.replicas import PRIMARY, ReadRouter
 from .index import IndexReader, Scope
@@ -63,11 +64,12 @@ class DriverWarnings(logging.Handler):
 class Searcher:
     """One kernel's search path over its engine, index, mounted drivers and embedder."""
 
-    def __init__(self, engine: sa.Engine, router: ReadRouter, registry: DriverRegistry, embedder: Embedder) -> None:
+    def __init__(self, engine: sa.Engine, router: ReadRouter, registry: DriverRegistry,
+                 embedders: ActiveEmbedder) -> None:
         self.engine = engine
         self.router = router  # which database serves the read (db.replicas)
         self.registry = registry
-        self.embedder = embedder
+        self.embedders = embedders  # the store's, read in each search's snapshot (a reembed may swap it)
         # called with (driver served, seconds, requested driver when it fell back, database) per search
         self.observers: list[Callable[[str, float, str | None, str], None]] = []
 
@@ -90,7 +92,8 @@ class Searcher:
         index, database = self.router.choose(after_lsn)
         try:
             with index.reader() as reader:
-                planned = self._plan(reader, scope, chosen, query, k, token_budget)
+                embedder = self.embedders.follow(reader.store_embedder())
+                planned = self._plan(reader, scope, embedder, chosen, query, k, token_budget)
                 result = self._materialize(reader, scope, query, planned, requested, request_id)
         except DriverError as exc:
             self._audit(ns, "search", f"search failed driver={chosen.name} error={str(exc)[:200]}", request_id)
@@ -121,12 +124,12 @@ class Searcher:
             observe(result.driver, result.elapsed_ms / 1000, requested if result.fallback else None, database)
         return result
 
-    def _plan(self, reader: IndexReader, scope: Scope, driver: RetrieverDriver, query: str, k: int,
-              budget: int) -> "Planned":
+    def _plan(self, reader: IndexReader, scope: Scope, embedder: Embedder, driver: RetrieverDriver, query: str,
+              k: int, budget: int) -> "Planned":
         """Run the driver over a fresh view; DriverUnavailableError re-plans with baseline."""
         with DriverWarnings() as warned:
             def run(d: RetrieverDriver, note: str | None) -> Planned:
-                view = build_scoped_view(reader, scope, self.embedder)
+                view = build_scoped_view(reader, scope, embedder)
                 refs = d.plan(RetrieverQuery(query=query, view=view, token_budget=budget, k=k))
                 return Planned(self._checked(d.name, refs), d.name, admitted_refs(view), note, warned.messages)
 

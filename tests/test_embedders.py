@@ -258,7 +258,7 @@ def test_keyed_ingest_embeds_only_what_changed(static_kernel, tmp_path: Path) ->
             return original.embed(batch)
 
     write()
-    kernel.embedder = kernel.writer.embedder = Counting()
+    kernel.embedders.current = Counting()
     try:
         first = kernel.ingest("acme/docs", path)
         assert first.written == 51 and len(embedded) > 51  # the long one's passages too
@@ -270,7 +270,7 @@ def test_keyed_ingest_embeds_only_what_changed(static_kernel, tmp_path: Path) ->
         changed = kernel.ingest("acme/docs", path)
         assert len(changed.superseded) == 1 and embedded == [texts["doc-7"]]
     finally:
-        kernel.embedder = kernel.writer.embedder = original
+        kernel.embedders.current = original
 
 
 # --- a real OpenAI-compatible server: infinity-emb serving the packaged MiniLM --------------------------

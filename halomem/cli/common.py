@@ -98,7 +98,9 @@ def settings(**flags: Any) -> Settings:
     return load_settings(**flags)
 
 
-def kernel():  # noqa: ANN201 - returns halomem.kernel.Kernel (imported lazily for fast --help)
+def kernel(own_embedder: bool = False):  # noqa: ANN201 - returns halomem.kernel.Kernel (lazy for fast --help)
+    """The local kernel; ``own_embedder``: on the store's own embedder whatever HALOMEM_EMBEDDER says
+    (reembed: that setting may already name the new one)."""
     global _kernel
     if _kernel is None:
         from ..kernel import Kernel
@@ -106,7 +108,7 @@ def kernel():  # noqa: ANN201 - returns halomem.kernel.Kernel (imported lazily f
         import atexit
 
         try:
-            _kernel = Kernel.boot(settings())
+            _kernel = Kernel.boot(dataclasses.replace(settings(), embedder=None) if own_embedder else settings())
         finally:
             startup.end()
         atexit.register(_kernel.close)  # records the audit head outside the database, frees workers
@@ -174,12 +176,13 @@ def local_only(command: str, server_route: str | None = None) -> None:
                             f"unset HALOMEM_URL to run it here{instead}")
 
 
-def store(command: str, server_route: str | None = None):  # noqa: ANN201 - halomem.ops.StoreOperations
-    """The local operator's store-wide operations (local trust), refused in remote mode."""
+def store(command: str, server_route: str | None = None, *, own_embedder: bool = False):  # noqa: ANN201
+    """The local operator's store-wide operations (halomem.ops.StoreOperations; local trust), refused
+    in remote mode."""
     local_only(command, server_route)
     from ..ops import for_store
 
-    return for_store(kernel())
+    return for_store(kernel(own_embedder))
 
 
 def ns_required(ns: Optional[str]) -> str:

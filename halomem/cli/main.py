@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "index": ("index_cmds", "app"), "drivers": ("search_cmds", "drivers_app"),
     "sidecar": ("sidecar_cmds", "app"), "bench": ("bench_cmds", "app"),
     "conformance": ("conformance_cmds", None), "serve": ("serve_cmds", None), "mcp": ("serve_cmds", None),
-    "token": ("token_cmds", "app"),
+    "token": ("token_cmds", "app"), "reembed": ("embed_cmds", None),
 }
 # Commands whose first act is booting the kernel or the remote client (common.kernel / common.data),
 # which end start-up themselves (cli/startup.py); any other command ends it before it runs.

@@ -137,7 +137,8 @@ def _v1_initial(conn: Connection, dim: int) -> None:
 
 
 READER_ROLE = "halomem_reader"
-READ_TABLES = ("memories", "concepts", "entities", "entity_aliases", "mentions", "lexicon", "passages")
+# what drivers read, and halomem_meta: each search reads the store's embedder in its snapshot
+READ_TABLES = ("memories", "concepts", "entities", "entity_aliases", "mentions", "lexicon", "passages", "halomem_meta")
 
 
 def _v2_reader_role(conn: Connection, dim: int) -> None:
@@ -250,7 +251,7 @@ def _v8_passages(conn: Connection, dim: int) -> None:
     passages.create(conn, checkfirst=True)  # a fresh store: v1 made it, untyped, with everything else
     conn.exec_driver_sql(f"ALTER TABLE passages ALTER COLUMN embedding TYPE vector({dim})")
     conn.exec_driver_sql(f"CREATE INDEX IF NOT EXISTS {PASSAGE_INDEX} ON passages USING hnsw (embedding vector_cosine_ops)")
-    _grant_reader(conn, "passages")
+    grant_reader(conn)  # passages, and halomem_meta (searches read the store's embedder)
 
 
 MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [

@@ -39,10 +39,11 @@ def split(text: str, size: int | None) -> list[str]:
 
 @dataclass(frozen=True)
 class Embedded:
-    """A memory's vector and its passages' vectors ([] when it fits the window)."""
+    """A memory's vector and its passages' vectors ([] when it fits the window), and whose they are."""
 
     vector: list[float]
     passages: list[list[float]]
+    by: str  # the embedder's name (write.vector_swap checks it against the store's)
 
 
 def embed_memories(embedder: Any, texts: Sequence[str]) -> list[Embedded]:
@@ -51,4 +52,4 @@ def embed_memories(embedder: Any, texts: Sequence[str]) -> list[Embedded]:
     pieces = [split(t, size) for t in texts]
     vectors = iter(embedder.embed([*texts, *(p for ps in pieces for p in ps)]))
     whole = [next(vectors) for _ in texts]
-    return [Embedded(v, [next(vectors) for _ in ps]) for v, ps in zip(whole, pieces)]
+    return [Embedded(v, [next(vectors) for _ in ps], embedder.name) for v, ps in zip(whole, pieces)]

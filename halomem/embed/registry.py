@@ -3,11 +3,14 @@ options from settings (flag > HALOMEM_* env > config.toml), built on demand so a
 for the embedder it uses."""
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from ..errors import ConfigError
 from .embedders import Embedder, HashEmbedder
+
+T = TypeVar("T")
 
 KINDS = ("static", "openai", "hash", "onnx", "minilm")
 DEFAULT_SPEC = "static"  # the local semantic default (docs/bench/embed.md says why)
@@ -80,3 +83,39 @@ def get_embedder(spec: str | None = None, options: EmbedderOptions | None = None
     from .remote import OpenAICompatibleEmbedder
 
     return OpenAICompatibleEmbedder(model, options)
+
+
+class EmbedderChanged(Exception):
+    """The store's embedder is no longer the one a write embedded with (a reembed swapped it)."""
+
+    def __init__(self, stored: str) -> None:
+        super().__init__(stored)
+        self.stored = stored
+
+
+class ActiveEmbedder:
+    """A kernel's embedder, which follows the store's: `halomem reembed` may change a live store's
+    embedder, and every search (in its snapshot) and every write (under the swap lock) checks the
+    store's before using this one (write.vector_swap)."""
+
+    def __init__(self, embedder: Embedder, options: EmbedderOptions) -> None:
+        self.current = embedder
+        self._options = options
+        self._lock = threading.Lock()
+
+    def follow(self, stored: str | None) -> Embedder:
+        """The embedder named ``stored`` (the store's), loaded once when it changed."""
+        if stored is None or stored == self.current.name:
+            return self.current
+        with self._lock:
+            if stored != self.current.name:
+                self.current = get_embedder(stored, self._options)
+        return self.current
+
+    def redo_on_swap(self, write: Callable[[], T]) -> T:
+        """Run a write that embeds; when the store's embedder changed under it, follow and redo it once."""
+        try:
+            return write()
+        except EmbedderChanged as exc:
+            self.follow(exc.stored)
+            return write()

@@ -8,7 +8,7 @@ from typing import Any, Iterator, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..db.schema import TEXT_SEARCH_CONFIG, concepts, entities, entity_aliases, memories, mentions, passages
+from ..db.schema import TEXT_SEARCH_CONFIG, concepts, entities, entity_aliases, memories, mentions, meta, passages
 from ..embed.tokenize import terms, word_boundary_pattern
 from ..types import Candidate, CorpusStats, Entity, EntityFact, ScoredRef, VectorHit, estimate_tokens
 from . import lexical
@@ -145,6 +145,10 @@ class IndexReader:
             own_index = len(group) == 1 and has_own[group[0]]
             out.append(scan_exactly(group_rows, group_rows if own_index else everyone, ef_search))
         return tuple(out)
+
+    def store_embedder(self) -> str | None:
+        """The embedder the store's vectors are made by (halomem_meta), in this transaction's snapshot."""
+        return self.conn.execute(sa.select(meta.c.value).where(meta.c.key == "embedder")).scalar()
 
     # --- L2 memories -------------------------------------------------------------------------
     def candidates(self, scope: Scope, limit: int) -> list[Candidate]:
@@ -320,6 +324,11 @@ class MemoryIndex:
                 # (index.lexical, _nearest_statement), so psycopg prepares them; a generic plan
                 # would not know which namespace's partial indexes apply, nor how selective a
                 # query's lexemes are.
-                conn.exec_driver_sql("SET TRANSACTION READ ONLY; SET LOCAL plan_cache_mode = force_custom_plan; "
+                # REPEATABLE READ, memories locked before the snapshot is taken: every read of one
+                # search (the store's embedder, then the vectors) sees one state of the store,
+                # before or after a reembed's swap (write.reembed), never half of each
+                conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; "
+                                     "SET LOCAL plan_cache_mode = force_custom_plan; "
+                                     "LOCK TABLE memories IN ACCESS SHARE MODE; "
                                      + _HNSW_SETTINGS.format(ef=HNSW_EF_SEARCH_MIN))
                 yield IndexReader(conn, self.catalog, ef_search=HNSW_EF_SEARCH_MIN)

@@ -25,6 +25,7 @@ from ..types import Namespace
 from .mentions import mentioned_entities
 from . import chains, lexicon, places
 from .validate import check_content, check_provenance, check_source
+from .vector_swap import hold_store_embedder
 from .writer import new_memory_id, new_request_id
 
 MAX_FILE_BYTES = 2 * 1024**3
@@ -256,6 +257,7 @@ def _live_contents(engine: Any, ns: Namespace, rows: list[ParsedRow]) -> dict[st
 
 def _apply(conn: Any, embedder: Embedder, ns: Namespace, rows: list[ParsedRow], embedded: list[Embedded | None],
            label: str, request_id: str) -> Applied:
+    hold_store_embedder(conn, embedder.name)
     keys = [r.key for r in rows if r.key is not None]
     live: dict[str, Any] = {}
     if keys:  # lock the live rows these keys name: a concurrent ingest of the same keys waits

@@ -1,12 +1,13 @@
 """remember, supersede, erase, entities, concepts: each one transaction with its audit row."""
 from __future__ import annotations
 
+import functools
 import json
 import re
 import secrets
 import uuid
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
@@ -15,8 +16,8 @@ from sqlalchemy.engine import Connection
 from .. import audit
 from ..cold import check_concept_path
 from ..db.schema import concepts, entities, entity_aliases, memories, passages, policies
-from ..embed import Embedder
 from ..embed.passages import Embedded, embed_memories
+from ..embed.registry import ActiveEmbedder
 from ..embed.tokenize import word_boundary_pattern
 from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..index import IndexReader, Scope
@@ -27,6 +28,9 @@ from ..types import Namespace
 from . import chains, lexicon, places
 from .mentions import forget_mentions, mentioned_entities, record_mentions
 from .validate import check_content, check_provenance, check_source
+from .vector_swap import forget_shadow, hold_store_embedder
+
+T = TypeVar("T")
 
 def new_memory_id() -> str:
     return "m_" + uuid.uuid4().hex[:20]
@@ -42,17 +46,28 @@ def new_request_id() -> str:
     return uuid.uuid4().hex
 
 
+def _redone_after_a_swap(method: Callable[..., T]) -> Callable[..., T]:
+    """A write that embeds: redone once with the store's new embedder if a reembed swapped it."""
+    @functools.wraps(method)
+    def run(self: "Writer", *args: Any, **kwargs: Any) -> T:
+        return self.embedders.redo_on_swap(lambda: method(self, *args, **kwargs))
+
+    return run
+
+
 class Writer:
-    def __init__(self, engine: sa.Engine, embedder: Embedder) -> None:
+    def __init__(self, engine: sa.Engine, embedders: ActiveEmbedder) -> None:
         self.engine = engine
-        self.embedder = embedder
+        self.embedders = embedders
 
     # --- L2 rows -----------------------------------------------------------------------------
+    @_redone_after_a_swap
     def remember(self, ns: Namespace, content: str, *, source: str | None = None,
                  provenance: dict[str, Any] | None = None, request_id: str | None = None) -> NewMemory:
         content, source, provenance, embedded = self._prepare(content, source, provenance)
         memory_id = new_memory_id()
         with self.engine.begin() as conn:
+            hold_store_embedder(conn, embedded.by)
             [position] = places.assign(conn, ns.path, [source])
             self._insert(conn, ns, memory_id, content, embedded, source, position, provenance, supersedes=None)
             lexicon.count(conn, added=[memory_id])
@@ -65,7 +80,7 @@ class Writer:
         """Validate a new row's fields and embed it (and its passages), before any transaction opens."""
         content, source = check_content(content), check_source(source)
         provenance = check_provenance(provenance)
-        [embedded] = embed_memories(self.embedder, [content])
+        [embedded] = embed_memories(self.embedders.current, [content])
         return content, source, provenance, embedded
 
     def _insert(self, conn: Connection, ns: Namespace, memory_id: str, content: str, embedded: Embedded,
@@ -81,12 +96,14 @@ class Writer:
         known = IndexReader(conn).visible_entities(Scope(ns))
         record_mentions(conn, ((memory_id, e) for e in mentioned_entities(content, known)))
 
+    @_redone_after_a_swap
     def supersede(self, ns: Namespace, old_id: str, content: str, *, source: str | None = None,
                   provenance: dict[str, Any] | None = None, request_id: str | None = None) -> NewMemory:
         """Close ``old_id``'s validity and link a new head, atomically; exactly one racer wins."""
         content, source, provenance, embedded = self._prepare(content, source, provenance)
         memory_id = new_memory_id()
         with self.engine.begin() as conn:
+            hold_store_embedder(conn, embedded.by)
             closed = chains.close_head(conn, ns, old_id, memory_id)
             if closed is None:
                 self._explain_not_head(conn, ns, old_id)
@@ -134,6 +151,7 @@ class Writer:
                 raise ConflictError(f"memory {memory_id} is already erased")
             forget_mentions(conn, memory_id)
             conn.execute(sa.delete(passages).where(passages.c.memory_id == memory_id))
+            forget_shadow(conn, memory_id)
             audit.append(conn, ns.path, "erase", f"erase ok id={memory_id} reason={json.dumps(reason[:200])}",
                          request_id or new_request_id())
 
@@ -174,15 +192,18 @@ class Writer:
         return sum(1 for _, owner in hits if owner in readable)
 
     # --- L3 concepts -------------------------------------------------------------------------
+    @_redone_after_a_swap
     def put_concept(self, ns: Namespace, path: str, content: str, *, request_id: str | None = None) -> None:
         path = check_concept_path(path)
         content = check_content(content)
-        [embedding] = self.embedder.embed([path + " " + content])
+        embedder = self.embedders.current
+        [embedding] = embedder.embed([path + " " + content])
         stmt = insert(concepts).values(namespace=ns.path, path=path, content=content, embedding=embedding)
         stmt = stmt.on_conflict_do_update(index_elements=[concepts.c.namespace, concepts.c.path],
                                           set_={"content": content, "embedding": embedding,
                                                 "updated_at": sa.func.now(), "materialized_id": None})
         with self.engine.begin() as conn:
+            hold_store_embedder(conn, embedder.name)
             conn.execute(stmt)
             audit.append(conn, ns.path, "concept", f"concept ok path={path}", request_id or new_request_id())
 

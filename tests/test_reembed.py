@@ -1,0 +1,169 @@
+"""`halomem reembed` on a live store: SIGKILL mid-way then resume; a server searching and writing
+throughout gets results from exactly one embedder; ids, chains and the audit trail unchanged."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from halomem.config import Settings
+from halomem.embed import get_embedder
+from halomem.kernel import Kernel
+from halomem.ops import for_operator
+from tests.serving import bearer, start_server
+
+ROWS = 360  # at most 400 rows a namespace: the vector lane scans them exactly, so answers are repeatable
+QUERIES = ["who fixed the build pipeline", "lunch plans for the offsite", "payments incident review"]
+TOPICS = ["the build pipeline broke and Ana fixed the cache", "the offsite lunch will be tacos",
+          "the payments incident review found a retry storm", "Kai renewed the TLS certificates",
+          "the roadmap moved the search launch to spring", "Lee documented the on-call rotation"]
+
+
+def _cli(env: dict, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "halomem.cli.main", *args], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _rows(kernel: Kernel) -> list[tuple]:
+    with kernel.engine.connect() as conn:
+        return [tuple(r) for r in conn.exec_driver_sql(
+            "SELECT id, namespace, supersedes, superseded_by, t_valid_from, t_valid_to, erased_at, content"
+            " FROM memories ORDER BY id")]
+
+
+def _hits(http: httpx2.Client, query: str) -> tuple[str, ...]:
+    answer = http.post("/v1/search", json={"query": query, "k": 5, "driver": "baseline"})
+    assert answer.status_code == 200, answer.text
+    return tuple(h["id"] for h in answer.json()["hits"])
+
+
+@pytest.fixture()
+def store(tmp_path: Path):  # noqa: ANN201
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HALOMEM_")}
+    env["HALOMEM_HOME"] = str(tmp_path / "home")
+    kernel = Kernel.boot(Settings(home=tmp_path / "home", embedder="hash"))
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"content": f"Note {i}: {TOPICS[i % len(TOPICS)]} (ticket {i * 7})."})
+                            + "\n" for i in range(ROWS)))
+    kernel.ingest("acme/eng", docs)
+    kernel.remember("acme/eng", "Long memo. " + " ".join(TOPICS * 40))  # passages, in both spaces
+    yield env, kernel
+    kernel.close()
+    _cli(env, "db", "stop")
+
+
+def test_reembed_survives_sigkill_and_swaps_atomically_under_a_live_server(store) -> None:  # noqa: ANN001
+    env, kernel = store
+    first = kernel.remember("acme/eng", "The first version of the deploy checklist.")
+    head = kernel.supersede("acme/eng", first.id, "The second version of the deploy checklist.")
+    gone = kernel.remember("acme/eng", "A note that will be erased during the migration.")
+    kernel.put_concept("acme", "handbook/oncall", "Who is on call is in the rotation doc.")
+    kernel.index_namespace("acme/eng")
+    token = for_operator(kernel, "acme/eng").create_token(None, "reembed-test", "read,write", None).token
+    writer = for_operator(kernel, "acme/ops").create_token(None, "reembed-writer", "read,write", None).token
+    before = _rows(kernel)
+
+    # the first run, killed once some batches are committed
+    killed = subprocess.Popen([sys.executable, "-m", "halomem.cli.main", "reembed", "--embedder", "static",
+                               "--batch", "2"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    done = 0
+    while time.monotonic() < deadline and done < 100:
+        time.sleep(0.05)
+        with kernel.engine.connect() as conn:
+            exists = conn.exec_driver_sql("SELECT count(*) FROM information_schema.columns WHERE"
+                                          " table_name = 'memories' AND column_name = 'embedding_next'").scalar()
+            if exists:
+                done = conn.exec_driver_sql("SELECT count(*) FROM memories WHERE embedding_next IS NOT NULL").scalar()
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(timeout=30)
+    assert 100 <= done < ROWS, "the kill landed mid-way"
+
+    server = start_server(env, "--rate-limit", "0")
+    try:
+        with httpx2.Client(base_url=server.url, headers=bearer(token), timeout=30) as http, \
+                httpx2.Client(base_url=server.url, headers=bearer(writer), timeout=30) as sibling:
+            erased = http.post(f"/v1/memories/{gone.id}/erase", json={"reason": "test"})
+            assert erased.status_code == 200, erased.text
+            old = {q: _hits(http, q) for q in QUERIES}  # the store still answers with hash
+            seen: list[tuple[str, tuple[str, ...]]] = []
+            written: list[str] = []
+            stop = threading.Event()
+
+            def search_and_write() -> None:
+                i = 0
+                while not stop.is_set():
+                    q = QUERIES[i % len(QUERIES)]
+                    seen.append((q, _hits(http, q)))
+                    if i % 10 == 0:
+                        # writes go on (in a sibling namespace: acme/eng's answers stay comparable)
+                        made = sibling.post("/v1/memories", json={"content": f"Written during the migration {i}."})
+                        assert made.status_code == 201, made.text
+                        written.append(made.json()["id"])
+                    i += 1
+
+            worker = threading.Thread(target=search_and_write)
+            worker.start()
+            resumed = _cli(env, "reembed", "--embedder", "static", "--batch", "200", "--json")
+            stop.set()
+            worker.join(timeout=60)
+            assert resumed.returncode == 0, resumed.stderr
+            report = json.loads(resumed.stdout)
+            assert report["resumed"] is True and report["to"] == "static:minilm-l6-v2-static/256"
+            assert report["from"] == "hash/256" and report["concepts"] == 1 and report["passages"] > 0
+            new = {q: _hits(http, q) for q in QUERIES}  # the server followed the swap
+            assert any(old[q] != new[q] for q in QUERIES)
+            assert all(hits in (old[q], new[q]) for q, hits in seen), "a search mixed two embedders"
+            assert len(seen) > 10 and written
+            late = sibling.post("/v1/memories", json={"content": "Written after the swap."})  # redone with static
+            assert late.status_code == 201, late.text
+            written.append(late.json()["id"])
+    finally:
+        server.stop()
+
+    after = {r[0]: r for r in _rows(kernel)}
+    for row in before:  # ids, chains, validity and content unchanged (the erased row aside)
+        if row[0] != gone.id:
+            assert after[row[0]] == row
+    assert after[gone.id][6] is not None and after[gone.id][7] == ""
+    assert kernel.embedder.name == "hash"  # this kernel booted before the swap; at its next read it follows
+    assert kernel.search("acme/eng", "deploy checklist").hits
+    assert kernel.embedder.name == "static:minilm-l6-v2-static"
+    static = get_embedder("static")
+    with kernel.engine.connect() as conn:
+        stored = dict(conn.exec_driver_sql("SELECT id, embedding::text FROM memories WHERE id = ANY(%s)",
+                                           ([written[0], written[-1], head.id],)).all())
+        assert not conn.exec_driver_sql("SELECT count(*) FROM memories WHERE erased_at IS NULL AND content <> ''"
+                                        " AND embedding IS NULL").scalar()
+        assert conn.exec_driver_sql("SELECT embedding FROM memories WHERE id = %s", (gone.id,)).scalar() is None
+        assert not conn.exec_driver_sql("SELECT count(*) FROM passages WHERE memory_id = %s", (gone.id,)).scalar()
+        indexes = dict(conn.exec_driver_sql(
+            "SELECT c.relname, pg_get_indexdef(c.oid) FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid"
+            " WHERE c.relname LIKE '%%embedding%%' OR c.relname LIKE 'memories_ns_vec_%%'").all())
+        concept = conn.exec_driver_sql("SELECT embedding::text FROM concepts").scalar()
+        leftovers = conn.exec_driver_sql("SELECT count(*) FROM information_schema.columns"
+                                         " WHERE column_name = 'embedding_next'").scalar()
+    for memory_id, text in ((written[0], "Written during the migration 0."), (written[-1], "Written after the swap."),
+                            (head.id, "The second version of the deploy checklist.")):
+        vector = json.loads(stored[memory_id])
+        assert max(abs(a - b) for a, b in zip(vector, static.embed([text])[0])) < 1e-4
+    assert max(abs(a - b) for a, b in zip(json.loads(concept), static.embed(
+        ["handbook/oncall Who is on call is in the rotation doc."])[0])) < 1e-4
+    assert leftovers == 0
+    assert {"memories_embedding_idx", "passages_embedding_idx"} <= set(indexes)
+    assert all("(embedding vector_cosine_ops)" in d for d in indexes.values())
+    assert kernel.namespace_indexes() == ["acme/eng"]
+    verify = _cli(env, "audit", "verify")
+    assert verify.returncode == 0, verify.stderr
+    trail = json.loads(_cli(env, "audit", "tail", "--json", "-n", "100", "--action", "reembed").stdout)
+    assert [r["detail"].split(" ")[:2] for r in trail] == [["reembed", "ok"]]  # one row: the swap's
+    again = _cli(env, "reembed", "--embedder", "static")
+    assert again.returncode == 5 and "already uses embedder" in again.stderr
