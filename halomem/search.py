@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from . import audit
 from .drivers import DriverRegistry, DriverUnavailableError
-from .drivers.view import admitted_refs, build_scoped_view
+from .drivers.view import KernelScopedView, admitted_refs, build_scoped_view, embed_query
 from .embed import Embedder
 from .embed.registry import ActiveEmbedder
 from .errors import DriverError, InvalidInputError
@@ -127,14 +127,19 @@ class Searcher:
     def _plan(self, reader: IndexReader, scope: Scope, embedder: Embedder, driver: RetrieverDriver, query: str,
               k: int, budget: int) -> "Planned":
         """Run the driver over a fresh view; DriverUnavailableError re-plans with baseline."""
+        def fresh_view() -> KernelScopedView:
+            view = build_scoped_view(reader, scope, embedder)
+            embed_query(view, query)  # outside the driver: the embedder's failures are the kernel's own
+            return view
+
+        first = fresh_view()
         with DriverWarnings() as warned:
-            def run(d: RetrieverDriver, note: str | None) -> Planned:
-                view = build_scoped_view(reader, scope, embedder)
+            def run(d: RetrieverDriver, note: str | None, view: KernelScopedView) -> Planned:
                 refs = d.plan(RetrieverQuery(query=query, view=view, token_budget=budget, k=k))
                 return Planned(self._checked(d.name, refs), d.name, admitted_refs(view), note, warned.messages)
 
             try:
-                return run(driver, None)
+                return run(driver, None, first)
             except DriverUnavailableError as exc:
                 if driver.name == DriverRegistry.FALLBACK:
                     raise DriverError(f"baseline driver unavailable: {exc}") from None
@@ -143,7 +148,7 @@ class Searcher:
                 raise
             except Exception as exc:
                 raise DriverError(f"driver {driver.name!r} failed: {type(exc).__name__}: {exc}") from None
-            return run(self.registry.get(DriverRegistry.FALLBACK), note)
+            return run(self.registry.get(DriverRegistry.FALLBACK), note, fresh_view())
 
     @staticmethod
     def _checked(name: str, refs: object) -> list[ScoredRef]:

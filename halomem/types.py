@@ -159,6 +159,9 @@ class ScopedView(Protocol):
     #   lexical_candidates(query: str, limit: int) -> list[Candidate]  (best BM25 first, with .score)
     #   corpus_stats(terms: Sequence[str]) -> CorpusStats
     #   entities() -> list[Entity]  (the named entities the caller may see)
+    #   similarity_floor() -> float  (the cosine the embedder gives unrelated texts: a vector hit
+    #                                 below it is no evidence; shipped drivers do not return one
+    #                                 that has no lexical evidence either)
 
 
 @dataclass(frozen=True)

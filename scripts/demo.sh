@@ -40,6 +40,9 @@ say "ACL: acme/eng sees its own rows and acme's, never acme/sales"
 halomem search --ns acme/eng "sales target and discounts" --k 5
 halomem search --ns acme/sales "sales target and discounts" --k 5
 
+say "meaning, not just words: the default embedder (MiniLM distilled to a static table, shipped) finds a memory that shares no word with the question"
+halomem search --ns acme/eng "who is woken up at night when production breaks" --k 1
+
 say "supersedence: the on-call rotation changes; only the new head is searchable"
 old=$(halomem search --ns acme/eng "on-call rotation handover" --k 1 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["hits"][0]["ref"])')
 new=$(halomem supersede --ns acme/eng "$old" "On-call rotation for the platform team is now biweekly, handing over on Tuesdays at 09:00.")

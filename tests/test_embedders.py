@@ -315,3 +315,37 @@ def test_a_store_on_the_team_s_embedding_service(infinity, cli_env: dict, tmp_pa
         assert refused.returncode == 8 and f"openai:{MODEL_NAME}/384-d" in refused.stderr
     finally:
         run("db", "stop")
+
+
+def test_a_server_whose_embedding_service_fails_answers_503(cli_env: dict, tmp_path: Path) -> None:
+    """A search or a write while the team's embedding service is down: 503 embedder-unavailable,
+    one line, nothing written; the server itself stays up and answers again once the service does."""
+    import httpx2
+
+    from tests.serving import bearer, start_server
+
+    with FaultyEmbeddings() as service:
+        run = own_store_cli(cli_env, tmp_path, HALOMEM_EMBEDDER="openai:fault-model", HALOMEM_EMBEDDER_URL=service.url,
+                            HALOMEM_EMBEDDER_RETRIES="0", HALOMEM_EMBEDDER_DIM="256")
+        token = run("token", "create", "--ns", "acme", "--name", "agent", "--scope", "read,write", "--json")
+        assert token.returncode == 0, token.stderr
+        env = {**cli_env, "HALOMEM_HOME": str(tmp_path), "HALOMEM_EMBEDDER_URL": service.url,
+               "HALOMEM_EMBEDDER_RETRIES": "0", "HALOMEM_EMBEDDER_DIM": "256"}
+        env.pop("HALOMEM_DATABASE_URL", None)
+        server = start_server(env, "--rate-limit", "0")
+        try:
+            with httpx2.Client(base_url=server.url, headers=bearer(json.loads(token.stdout)["token"])) as http:
+                assert http.post("/v1/memories", json={"content": "The build server runs nightly."}).status_code == 201
+                service.script = ["500"] * 2  # one request each: the search, the write
+                for method, path, body in (("POST", "/v1/search", {"query": "build"}),
+                                           ("POST", "/v1/memories", {"content": "Never stored."})):
+                    answer = http.request(method, path, json=body)
+                    assert answer.status_code == 503, answer.text
+                    problem = answer.json()
+                    assert problem["kind"] == "embedder-unavailable" and problem["exit_code"] == 16
+                    assert "HTTP 500" in problem["detail"] and "\n" not in problem["detail"]
+                found = http.post("/v1/search", json={"query": "build"})
+                assert found.status_code == 200 and len(found.json()["hits"]) == 1  # "Never stored." was not
+        finally:
+            server.stop()
+            run("db", "stop")

@@ -288,6 +288,22 @@ def test_entities_cross_the_pipe_for_the_callers_lineage_only(kernel, tmp_path, 
     assert result.fallback is None and result.hits  # served by the cartridge: its check held
 
 
+def test_the_similarity_floor_crosses_the_pipe(kernel, tmp_path, world):
+    """view.similarity_floor() through the proxy is the kernel's; an isolated hybrid_rank drops what
+    matched nothing as the in-process one does."""
+    from halomem.embed.calibrate import noise_floor
+
+    body = f'''
+        if abs(q.view.similarity_floor() - {noise_floor(kernel.embedder)!r}) > 1e-9:
+            leak(q.view.similarity_floor())
+        return hybrid_rank(q)
+'''
+    driver = _mount(kernel, tmp_path, "floor", body, world)
+    result = kernel.search("acme/eng", "canaries", driver=driver.name)
+    assert result.fallback is None and [h.content for h in result.hits] == ["deploys go through canaries on staging"]
+    assert kernel.search("acme/eng", "zebra", driver=driver.name).hits == []
+
+
 def test_worker_holds_no_connection_no_credentials_and_is_reused(kernel, tmp_path, world):
     body = '''
         raise DriverUnavailableError("blocked: pid " + str(os.getpid()) + " env " + ",".join(sorted(os.environ)))

@@ -1,4 +1,5 @@
-"""halomem bench quality | latency | ingest | cli: reproducible reports under a results folder."""
+"""halomem bench quality | latency | ingest | embed | serve | isolation | cli: reproducible reports
+under a results folder."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,7 +39,7 @@ def _finish(result: dict, as_json: bool) -> None:
 @app.command()
 def quality(dataset: str = typer.Option("locomo", help="locomo, org-concepts (generated), or beir (with --path)."),
             path: Optional[Path] = typer.Option(None, help="Data file (LoCoMo JSON) or BEIR folder."),
-            embedder: List[str] = typer.Option(["hash"], "--embedder", help="Repeatable: hash, minilm."),
+            embedder: List[str] = typer.Option(["hash"], "--embedder", help="Repeatable: static, hash, minilm, openai:MODEL."),
             driver: List[str] = typer.Option(["baseline", "fusion", "graph", "keyword"], "--driver", help="Repeatable."),
             conversations: Optional[int] = typer.Option(None, help="Only the first N LoCoMo conversations."),
             out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
@@ -88,6 +89,18 @@ def ingest(rows: int = typer.Option(20000, help="Rows to ingest."),
     from ..bench.ingest_speed import run_ingest
 
     _finish(run_ingest(_split_ints(str(rows))[0], embedder, out_dir, _say), as_json)
+
+
+@app.command()
+def embed(embedder: List[str] = typer.Option(["static", "hash"], "--embedder",
+                                             help="Repeatable: static, hash, minilm, onnx:DIR, openai:MODEL."),
+          path: Optional[Path] = typer.Option(None, help="LoCoMo JSON."),
+          out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
+    """Per embedder: install size, load time, query latency, ingest rate, LoCoMo quality, long documents
+    with and without passages."""
+    from ..bench.embed import run_embed
+
+    _finish(run_embed(embedder, path or DEFAULT_LOCOMO, out_dir, _say), as_json)
 
 
 @app.command()

@@ -15,7 +15,9 @@ Differences from baseline, each a standard IR adjustment rather than a fit to on
 - source context: a memory is raised by the best score among other memories of its source (the
   turns of one session, the chunks of one document), the passage-retrieval rule of combining a
   passage's score with its document's. Memories without a source are ranked as before;
-- L3 concepts that strongly match are fused in by rank (retrieval.concepts), as in baseline.
+- L3 concepts that strongly match are fused in by rank (retrieval.concepts), as in baseline;
+- only memories with evidence are returned (a query term, or a cosine at or above the view's
+  similarity floor: retrieval.evidence); context raises them, it does not admit others.
 Measured on LoCoMo (categories 1-4, MiniLM; docs/bench/quality-locomo.md). The weights were chosen
 on LoCoMo: treat them as a start.
 
@@ -24,6 +26,7 @@ DRIVER BOUNDARY: imports only halomem.types and halomem.retrieval.
 from __future__ import annotations
 
 from halomem.retrieval.concepts import with_concepts
+from halomem.retrieval.evidence import evidenced, only, similarity_floor
 from halomem.retrieval import gather_pool, hybrid_merge, subject_scores, with_neighbour_context, with_source_context
 from halomem.types import Capabilities, RetrieverQuery, ScoredRef, estimate_tokens, fit_budget, rank_key
 
@@ -55,6 +58,7 @@ class FusionDriver:
         merged = hybrid_merge(lanes)
         beside = with_neighbour_context(merged, pool.source, pool.position, NEIGHBOUR_CONTEXT_WEIGHT)
         final = with_source_context(beside, pool.source, SOURCE_CONTEXT_WEIGHT)
+        final = only(final, evidenced(pool.cosine, lexical, similarity_floor(q.view)))  # matched nothing: never fills k
         scored = [ScoredRef(ref, "L2", ref, s, pool.content[ref], estimate_tokens(pool.content[ref]))
                   for ref, s in final.items()]
         return fit_budget(with_concepts(sorted(scored, key=rank_key), q.view, q.query, q.k), q.k, q.token_budget)

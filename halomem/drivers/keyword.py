@@ -1,4 +1,5 @@
-"""keyword: the seed's worked example. 0.6 * cosine + 0.4 * query-term coverage.
+"""keyword: the seed's worked example. 0.6 * cosine + 0.4 * query-term coverage, over the memories
+that matched something (a query term, or a cosine at or above the view's similarity floor).
 
 DRIVER BOUNDARY: imports only halomem.types. Coverage is computed here rather than with the
 kernel's BM25, to show an independent scorer.
@@ -47,11 +48,16 @@ class KeywordDriver:
         for hit in view.vector_search(embedding, max(q.k * 3, 15)):
             allowed.setdefault(hit.ref, hit.content)
             cosine[hit.ref] = max(cosine.get(hit.ref, 0.0), hit.score)
-        # 3. Score every admitted ref.
+        # 3. Score every admitted ref that matched something: a query term, or a cosine at or above the
+        #    similarity the embedder gives unrelated texts (a host may not say: then any cosine counts).
+        floor = view.similarity_floor() if callable(getattr(view, "similarity_floor", None)) else None
         query_terms = terms(q.query)
         scored = []
         for ref, content in allowed.items():
-            score = VECTOR_WEIGHT * max(0.0, cosine.get(ref, 0.0)) + COVERAGE_WEIGHT * coverage(query_terms, content)
+            covered = coverage(query_terms, content)
+            if not covered and (ref not in cosine or (floor is not None and cosine[ref] < floor)):
+                continue  # matched nothing: never returned to fill k
+            score = VECTOR_WEIGHT * max(0.0, cosine.get(ref, 0.0)) + COVERAGE_WEIGHT * covered
             if score > 0:
                 scored.append(ScoredRef(ref, "L2", ref, score, content, estimate_tokens(content)))
         # 4. Deterministic order (score desc, ref asc); 5. budget discipline, top hit survives.

@@ -48,6 +48,13 @@ class KernelScopedView:
         """BM25's corpus statistics over the rows this caller may read (and no other row)."""
         return self._reader.corpus_stats(self._scope, [str(t) for t in terms])
 
+    def similarity_floor(self) -> float:
+        """The cosine this view's embedder gives unrelated texts (embed.calibrate): a vector hit
+        below it is no evidence that a memory matches. It depends on the embedder only, never on rows."""
+        from ..embed.calibrate import noise_floor
+
+        return noise_floor(self._embedder)
+
     def vector_search(self, embedding: Sequence[float], k: int) -> list[VectorHit]:
         out = self._reader.vector_search(self._scope, embedding, _bounded(k))
         self._admit([h.ref for h in out])
@@ -85,6 +92,13 @@ class KernelScopedView:
 
 def build_scoped_view(reader: IndexReader, scope: Scope, embedder: Embedder) -> KernelScopedView:
     return KernelScopedView(reader, scope, embedder)
+
+
+def embed_query(view: KernelScopedView, query: str) -> None:
+    """Embed the query kernel-side before the driver runs (kernel-side bookkeeping): the driver's
+    own view.embed([query]) is then answered from the view, and an embedder that fails (a remote
+    service down) fails here, as the kernel's error, not as the driver's."""
+    view._embedding(query)
 
 
 def admitted_refs(view: KernelScopedView) -> frozenset[str]:

@@ -1,7 +1,7 @@
 """all-MiniLM-L6-v2 through ONNX Runtime (a benchmark candidate; the onnx extra).
 
-The model directory is tools/build_embedders.py's output: model.onnx (or model_int8.onnx, preferred
-when present), tokenizer.json. Mean pooling over the attention mask, L2-normalized: MiniLM's own head.
+The model is tools/build_embedders.py's output directory (model.onnx, model_int8.onnx preferred when
+present, tokenizer.json) or one .onnx file in it. Mean pooling over the attention mask, L2-normalized: MiniLM's own head.
 """
 from __future__ import annotations
 
@@ -27,11 +27,15 @@ class OnnxEmbedder:
         except ImportError as exc:
             raise ConfigError(f"embedder 'onnx' needs onnxruntime (pip install onnxruntime): {exc}") from None
         path = Path(model).expanduser()
-        weights = next((p for p in (path / "model_int8.onnx", path / "model.onnx") if p.is_file()), None)
+        if path.suffix == ".onnx":  # one file of the directory (model.onnx: fp32, model_int8.onnx: int8)
+            path, weights = path.parent, path if path.is_file() else None
+        else:
+            weights = next((p for p in (path / "model_int8.onnx", path / "model.onnx") if p.is_file()), None)
         if weights is None or not (path / "tokenizer.json").is_file():
             raise ConfigError(f"onnx embedder: {path} has no model.onnx / tokenizer.json")
         options = ort.SessionOptions()
         options.intra_op_num_threads = 2
+        self.weights = weights
         self._session = ort.InferenceSession(str(weights), options, providers=["CPUExecutionProvider"])
         self._tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         self._tokenizer.enable_truncation(WINDOW_TOKENS)

@@ -116,6 +116,10 @@ def _answer(view: Any, name: str, args: list) -> Any:
         if not callable(getattr(view, "corpus_stats", None)):
             raise AttributeError("this view has no corpus_stats")
         return wire.corpus_stats_out(view.corpus_stats(args[0]))
+    if name == "similarity_floor" and not args:
+        if not callable(getattr(view, "similarity_floor", None)):
+            raise AttributeError("this view has no similarity_floor")
+        return float(view.similarity_floor())
     if name == "vector_search" and len(args) == 2 and _is_vector(args[0]) and _is_int(args[1]):
         return wire.vector_hits_out(view.vector_search(args[0], args[1]))
     if name == "embed" and len(args) == 1 and isinstance(args[0], list) and len(args[0]) <= MAX_EMBED_TEXTS \

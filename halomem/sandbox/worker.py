@@ -45,6 +45,9 @@ class ProxyScopedView:
         documents, average_length, frequency = self._call("corpus_stats", [str(t) for t in terms])
         return CorpusStats(documents, average_length, frequency)
 
+    def similarity_floor(self) -> float:
+        return float(self._call("similarity_floor"))
+
     def vector_search(self, embedding: Sequence[float], k: int) -> list[VectorHit]:
         return [VectorHit(*h) for h in self._call("vector_search", [float(x) for x in embedding], int(k))]
 

@@ -1,0 +1,50 @@
+"""An embedder's noise floor: the cosine it gives texts that share nothing.
+
+Embedders differ in what an unrelated pair scores (hash: about 0.1; a static table: about 0.3; a
+transformer: about 0.1), so no single cosine says "this matched nothing". Each embedder in use is
+asked once per process for the vectors of sentences on unrelated topics; the floor is the 90th
+percentile of their pairwise cosines. Drivers read it from the view (view.similarity_floor()) and
+do not return a vector-only hit below it to fill k.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+UNRELATED = (
+    "The recipe calls for two cups of flour and a pinch of salt.",
+    "Quarterly revenue grew eight percent in the northern region.",
+    "The cat slept on the warm windowsill all afternoon.",
+    "Install the package with pip and restart the server.",
+    "The river flooded the lower fields after the storm.",
+    "She practised the violin concerto every evening.",
+    "Parliament passed the budget after a long debate.",
+    "The hiking trail climbs steeply to the glacier lake.",
+    "Vaccines train the immune system to recognise a pathogen.",
+    "The striker scored twice in the second half.",
+    "Our flight to Lisbon was delayed by three hours.",
+    "The museum reopened its gallery of ancient coins.",
+    "Photosynthesis turns sunlight into chemical energy.",
+    "The landlord raised the rent by fifty dollars.",
+    "A leaking tap wastes thousands of litres a year.",
+    "He repaired the bicycle chain with a borrowed tool.",
+)
+PERCENTILE = 0.9
+
+_floors: dict[str, float] = {}
+_lock = threading.Lock()
+
+
+def noise_floor(embedder: Any) -> float:
+    """The 90th percentile cosine between the UNRELATED sentences, for this embedder (cached by name)."""
+    name = getattr(embedder, "name", "")
+    with _lock:
+        if name in _floors:
+            return _floors[name]
+    vectors = embedder.embed(list(UNRELATED))
+    cosines = sorted(sum(a * b for a, b in zip(vectors[i], vectors[j]))
+                     for i in range(len(vectors)) for j in range(i + 1, len(vectors)))
+    floor = round(float(cosines[int(PERCENTILE * (len(cosines) - 1))]), 4)
+    with _lock:
+        _floors[name] = floor
+    return floor
