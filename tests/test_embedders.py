@@ -76,6 +76,34 @@ def test_static_vectors_are_model2vec_s_own() -> None:
         assert max(abs(x - y) for x, y in zip(a, b)) < 1e-3
 
 
+def test_static_vectors_match_model2vec_with_weights_and_a_quantized_vocabulary(tmp_path: Path) -> None:
+    """A model2vec model with per-token weights and a token-to-row mapping: the numpy path (batches)
+    and the plain-Python path (a CLI's query, numpy never imported) both give model2vec's vectors."""
+    import numpy as np
+    from model2vec import StaticModel
+    from tokenizers import Tokenizer
+
+    from halomem.embed.static import model_dir
+
+    shipped = model_dir("minilm-l6-v2-static")
+    tokenizer = Tokenizer.from_file(str(shipped / "tokenizer.json"))
+    rng = np.random.default_rng(5)
+    size = tokenizer.get_vocab_size()
+    vectors = rng.normal(size=(500, 32)).astype(np.float32)
+    theirs = StaticModel(vectors, tokenizer, normalize=True, weights=rng.uniform(0.1, 2.0, size).astype(np.float32),
+                         token_mapping=rng.integers(0, 500, size))
+    theirs.save_pretrained(str(tmp_path))
+    texts = ["The build server runs nightly.", "Maria leads the payments team", "zebra"]
+    expected = theirs.encode(texts).tolist()
+    ours = get_embedder(f"static:{tmp_path}").embed(texts)
+    plain = json.loads(subprocess.run(
+        [sys.executable, "-c", "import json, sys; from halomem.embed import get_embedder; "
+         f"v = get_embedder('static:{tmp_path}').embed({texts!r}); assert 'numpy' not in sys.modules; "
+         "print(json.dumps(v))"], check=True, capture_output=True, text=True).stdout)
+    for a, b, c in zip(ours, plain, expected, strict=True):
+        assert max(abs(x - z) for x, z in zip(a, c)) < 1e-4 and max(abs(y - z) for y, z in zip(b, c)) < 1e-4
+
+
 def test_a_damaged_or_missing_static_model_is_a_configuration_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not found"):
         get_embedder("static:nope")

@@ -82,7 +82,7 @@ def test_write_then_read_pairs_never_miss_an_own_write(cluster):
     primary, standby, server, env = cluster
     rng = random.Random(27)
     token = token_for(env, "acme/pairs")
-    violations = served = 0
+    violations, served, missed = 0, 0, []
     session = McpSession(server.url, token)
     try:
         with httpx2.Client(base_url=server.url, headers=bearer(token)) as http:
@@ -93,19 +93,26 @@ def test_write_then_read_pairs_never_miss_an_own_write(cluster):
                 if i % 2:
                     ok, made = session.call("remember", {"content": f"fact {word}"})
                     ok, got = session.call("get", {"id": made["id"]})
-                    visible = ok and got["id"] == made["id"]
+                    visible, how = ok and got["id"] == made["id"], ("mcp", str(got)[:200])
                     ok, found = session.call("search", {"query": word, "k": 5})
                 else:
                     made = http.post("/v1/memories", json={"content": f"fact {word}"}).json()
-                    visible = http.get(f"/v1/memories/{made['id']}").status_code == 200
+                    got = http.get(f"/v1/memories/{made['id']}")
+                    visible, how = got.status_code == 200, ("http", got.text[:200])
                     found = http.post("/v1/search", json={"query": word, "k": 5}).json()
-                violations += not visible or made["id"] not in [h["id"] for h in found["hits"]]
+                searched = made["id"] in [h["id"] for h in found["hits"]]
+                if not (visible and searched):
+                    violations += 1
+                    missed.append((i, *how, visible, searched, served_by(primary, found["request_id"]),
+                                   [h["content"] for h in found["hits"]]))
                 served += served_by(primary, found["request_id"]) != "primary"
     finally:
         session.close()
         standby.sql("SELECT pg_wal_replay_resume()")
     print(f"\nread-your-writes: {PAIRS} write-then-read pairs over HTTP and MCP, {violations} violations, "
           f"{served} searches served by the replica")
+    for m in missed[:20]:
+        print("missed:", m)
     assert violations == 0 and served > 0
 
 

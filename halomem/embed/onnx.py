@@ -44,13 +44,6 @@ class OnnxEmbedder:
         self.model = f"{path.name}/{weights.stem}"
         self.name = f"onnx:{self.model}"
 
-    def token_count(self, text: str) -> int:
-        self._tokenizer.no_truncation()
-        try:
-            return len(self._tokenizer.encode(text).ids)
-        finally:
-            self._tokenizer.enable_truncation(WINDOW_TOKENS)
-
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         np = self._np
         out: list[list[float]] = []

@@ -2,21 +2,28 @@
 
 A vector is the normalized mean of per-token vectors looked up in one table, so a query embeds in
 microseconds and a long document costs a tokenization. The table was distilled from the packaged
-MiniLM weights with model2vec (tools/build_embedders.py); it is read here with `tokenizers` and
-`safetensors` directly: the same arithmetic as model2vec's StaticModel.encode (tests compare them)
-without its import cost (huggingface-hub, 0.25 s) on every CLI call.
+MiniLM weights with model2vec (tools/build_embedders.py) and is stored as model2vec stores it
+(safetensors + tokenizer.json); the arithmetic is model2vec's StaticModel.encode (tests compare the
+vectors). It is done here rather than through model2vec because a CLI call pays every import:
+model2vec brings huggingface-hub (0.25 s), and even numpy costs 45 ms, so a few texts (a query) are
+averaged in plain Python straight from the table's bytes and numpy is used for batches.
 """
 from __future__ import annotations
 
 import json
+import math
+import struct
+import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..errors import ConfigError
 from .embedders import HashEmbedder
 
 DEFAULT_MODEL = "minilm-l6-v2-static"
 MODELS_DIR = Path(__file__).parent / "models"
+PLAIN_PYTHON_TOKENS = 2_000  # up to this many tokens in one call, no numpy (a query, a short memory)
+_CODES = {"I8": "b", "F16": "e", "F32": "f", "F64": "d", "I32": "i", "I64": "q"}  # safetensors dtype -> struct
 
 
 def model_dir(model: str) -> Path:
@@ -29,6 +36,37 @@ def model_dir(model: str) -> Path:
     return path
 
 
+class _Tensor:
+    """One tensor of a safetensors file, read without a framework (the format: an 8-byte header
+    length, a JSON header of dtype/shape/offsets, then raw little-endian data)."""
+
+    def __init__(self, data: memoryview, meta: dict[str, Any]) -> None:
+        self.dtype, self.shape = meta["dtype"], [int(n) for n in meta["shape"]]
+        start, end = meta["data_offsets"]
+        self.data = data[start:end]
+        width = self.shape[1] if len(self.shape) == 2 else 1
+        self._row = struct.Struct(f"<{width}{_CODES[self.dtype]}")
+
+    def row(self, i: int) -> tuple:
+        return self._row.unpack_from(self.data, i * self._row.size)
+
+    def numpy(self, np: Any) -> Any:
+        kind = {"I8": np.int8, "F16": np.float16, "F32": np.float32, "F64": np.float64, "I32": np.int32,
+                "I64": np.int64}[self.dtype]
+        return np.frombuffer(self.data, dtype=np.dtype(kind).newbyteorder("<")).reshape(self.shape)
+
+
+def _read_safetensors(path: Path) -> dict[str, _Tensor]:
+    raw = memoryview(path.read_bytes())
+    size = struct.unpack_from("<Q", raw, 0)[0]
+    header = json.loads(bytes(raw[8:8 + size]))
+    body = raw[8 + size:]
+    tensors = {name: _Tensor(body, meta) for name, meta in header.items() if name != "__metadata__"}
+    if any(t.dtype not in _CODES for t in tensors.values()):
+        raise ValueError(f"unsupported dtype in {path.name}")
+    return tensors
+
+
 class StaticEmbedder:
     """Token-table embeddings: mean of the text's token vectors (special and unknown tokens dropped)."""
 
@@ -36,48 +74,78 @@ class StaticEmbedder:
     passage_chars = 800  # ~190 word pieces: a mean over more drowns a fact
 
     def __init__(self, model: str = DEFAULT_MODEL) -> None:
-        import numpy as np
-        from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
         path = model_dir(model)
         try:
             config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-            tensors = load_file(str(path / "model.safetensors"))
+            tensors = _read_safetensors(path / "model.safetensors")
+            self._table = tensors["embeddings"]
             self._tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-        except (OSError, ValueError, Exception) as exc:  # a damaged model file is a configuration problem
+        except Exception as exc:  # a damaged or foreign model file is a configuration problem
             raise ConfigError(f"cannot load static embedder model {path}: {exc}") from None
-        self._np = np
-        self._table = tensors["embeddings"].astype(np.float32)
-        if "weights" in tensors:  # model2vec's per-token SIF weights, when stored apart from the table
-            self._table *= tensors["weights"].astype(np.float32)[:, None]
-        self._mapping = tensors.get("mapping")
+        self._weights = tensors.get("weights")  # model2vec's per-token SIF weights, when stored apart
+        self._mapping = tensors.get("mapping")  # token id -> table row, for a quantized vocabulary
+        self._numpy_table: Any = None
         self._max_tokens = int(config.get("max_length") or 512)
         self._normalize = bool(config.get("normalize", True))
         self._unk = self._tokenizer.token_to_id("[UNK]")
-        self._fallback = HashEmbedder(int(self._table.shape[1]))
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
-        self.model = model if "/" not in model else path.name
         self.dim = int(self._table.shape[1])
+        self._fallback = HashEmbedder(self.dim)
+        self.model = model if "/" not in model else path.name
         self.name = f"static:{self.model}"
 
     def _ids(self, texts: Sequence[str]) -> list[list[int]]:
         encoded = self._tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
         return [[i for i in e.ids if i != self._unk][: self._max_tokens] for e in encoded]
 
-    def token_count(self, text: str) -> int:
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
-
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        np = self._np
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, (text, ids) in enumerate(zip(texts, self._ids(texts))):
-            if ids:
-                out[row] = self._table[self._mapping[ids] if self._mapping is not None else ids].mean(axis=0)
-            elif text.strip():  # only unknown pieces ("a" * 5000): a text-specific vector near nothing,
-                out[row] = self._fallback.embed_one(text)  # never a zero vector (its cosine is NaN)
-        if self._normalize:
-            norms = np.linalg.norm(out, axis=1, keepdims=True)
-            out = np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
-        return out.tolist()
+        ids = self._ids(texts)
+        if "numpy" in sys.modules or sum(map(len, ids)) > PLAIN_PYTHON_TOKENS:
+            means = self._means_numpy(ids)
+        else:
+            means = [self._mean(row) for row in ids]
+        out = []
+        for text, mean in zip(texts, means):
+            if mean is None:  # only unknown pieces ("a" * 5000): a text-specific vector near nothing,
+                out.append(self._fallback.embed_one(text) if text.strip() else [0.0] * self.dim)  # not zero
+                continue
+            norm = math.sqrt(math.fsum(x * x for x in mean)) if self._normalize else 0.0
+            out.append([x / norm for x in mean] if norm else list(mean))
+        return out
+
+    def _row(self, token: int) -> Sequence[float]:
+        index = int(self._mapping.row(token)[0]) if self._mapping is not None else token
+        values = self._table.row(index)
+        if self._weights is None:
+            return values
+        weight = self._weights.row(token)[0]
+        return [v * weight for v in values]
+
+    def _mean(self, ids: list[int]) -> list[float] | None:
+        if not ids:
+            return None
+        total = [0.0] * self.dim
+        for token in ids:
+            total = [a + b for a, b in zip(total, self._row(token))]
+        return [x / len(ids) for x in total]
+
+    def _means_numpy(self, ids: list[list[int]]) -> list[list[float] | None]:
+        import numpy as np
+
+        if self._numpy_table is None:
+            self._numpy_table = self._table.numpy(np).astype(np.float32)
+        mapping = self._mapping.numpy(np).reshape(-1) if self._mapping is not None else None
+        weights = self._weights.numpy(np).astype(np.float32).reshape(-1) if self._weights is not None else None
+        means: list[list[float] | None] = []
+        for row in ids:
+            if not row:
+                means.append(None)
+                continue
+            vectors = self._numpy_table[mapping[row] if mapping is not None else row]
+            if weights is not None:  # weights are per token, rows may be shared (a quantized vocabulary)
+                vectors = vectors * weights[row][:, None]
+            means.append(vectors.mean(axis=0).tolist())
+        return means
