@@ -219,7 +219,7 @@ class Kernel:
 
     def get(self, ns: str | Namespace, memory_id: str, *, after_lsn: int | None = None) -> MemoryRow:
         """One memory ``ns`` may see (current, superseded or erased), with its validity times."""
-        row = self.visible_row(ns, memory_id, index=self.router.choose(after_lsn)[0])
+        row, _ = self.router.read(after_lsn, lambda index: self.visible_row(ns, memory_id, index=index))
         if row is None:
             raise NotFoundError(f"no memory {memory_id!r} visible from {ns}")
         return row
@@ -230,9 +230,13 @@ class Kernel:
         page's ``next_cursor``)."""
         scope = Scope(namespace(ns), check_sources(sources) or None)
         limit = check_page(limit)
-        index, _ = self.router.choose(after_lsn)
-        with index.reader() as reader:
-            rows = reader.recent(scope, limit + 1, cursors.decode(cursor) if cursor else None)
+        before = cursors.decode(cursor) if cursor else None
+
+        def read(index: MemoryIndex) -> list[MemoryRow]:
+            with index.reader() as reader:
+                return reader.recent(scope, limit + 1, before)
+
+        rows, _ = self.router.read(after_lsn, read)
         more = len(rows) > limit
         rows = rows[:limit]
         return Page(rows, cursors.encode(rows[-1].t_valid_from, rows[-1].id) if more else None)
@@ -245,9 +249,11 @@ class Kernel:
 
     def history(self, ns: str | Namespace, memory_id: str, *, after_lsn: int | None = None) -> list[MemoryRow]:
         """The supersedence chain through ``memory_id``, oldest first, as ``ns`` may see it."""
-        index, _ = self.router.choose(after_lsn)
-        with index.reader() as reader:
-            chain = reader.history(Scope(namespace(ns)), memory_id)
+        def read(index: MemoryIndex) -> list[MemoryRow]:
+            with index.reader() as reader:
+                return reader.history(Scope(namespace(ns)), memory_id)
+
+        chain, _ = self.router.read(after_lsn, read)
         if not chain:
             raise NotFoundError(f"no memory {memory_id!r} visible from {ns}")
         return chain

@@ -20,8 +20,8 @@ from .drivers.view import KernelScopedView, admitted_refs, build_scoped_view, em
 from .embed import Embedder
 from .embed.registry import ActiveEmbedder
 from .errors import DriverError, InvalidInputError
-from .db.replicas import PRIMARY, ReadRouter
-from .index import IndexReader, Scope
+from .db.replicas import ReadRouter
+from .index import IndexReader, MemoryIndex, Scope
 from .limits import check_query, check_search_bounds, check_sources
 from .policy import choose_driver, effective_policy
 from .results import Hit, SearchResult
@@ -89,21 +89,17 @@ class Searcher:
         with self.engine.connect() as conn:
             requested = driver or choose_driver(effective_policy(conn, ns), query)
         chosen, unmounted = self.registry.resolve(requested)
-        index, database = self.router.choose(after_lsn)
-        try:
+        def read(index: MemoryIndex) -> tuple[Planned, SearchResult]:
             with index.reader() as reader:
                 embedder = self.embedders.follow(reader.store_embedder())
                 planned = self._plan(reader, scope, embedder, chosen, query, k, token_budget)
-                result = self._materialize(reader, scope, query, planned, requested, request_id)
+                return planned, self._materialize(reader, scope, query, planned, requested, request_id)
+
+        try:  # a replica that fails mid-read is set aside and the primary answers (ReadRouter.read)
+            (planned, result), database = self.router.read(after_lsn, read)
         except DriverError as exc:
             self._audit(ns, "search", f"search failed driver={chosen.name} error={str(exc)[:200]}", request_id)
             raise
-        except sa.exc.OperationalError:
-            if database == PRIMARY:
-                raise
-            self.router.unavailable(database)  # the replica went away mid-read: the primary answers
-            return self.search(ns, query, k=k, token_budget=token_budget, sources=sources, driver=driver,
-                               request_id=request_id, after_lsn=after_lsn)
         result.elapsed_ms = (time.perf_counter() - started) * 1000
         notes = [f"driver_fallback={requested}->baseline reason=unmounted"] if unmounted else []
         notes += [planned.fallback_note] if planned.fallback_note else []

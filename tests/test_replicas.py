@@ -78,7 +78,14 @@ def test_reads_use_the_replica_and_see_the_callers_own_writes_even_when_it_lags(
 
 def test_write_then_read_pairs_never_miss_an_own_write(cluster):
     """Each pair: write, then read the write back at once (get by id, exact), then search (where it
-    was served). Replay is paused and resumed at random. A violation is a read that misses the write."""
+    was served). Replay is paused and resumed at random. A violation is a read that misses the write.
+
+    The search ranks with fusion: past ~6,000 rows the hash test embedder gives dozens of rows the
+    very cosine of the new row (slot collisions), baseline's 50/50 min-max merge then ties them with
+    the lexical-only new row and the contract's tie-break (ref ascending) may leave it out of the top
+    5 -- a ranking artifact of the test embedder, not a missed write (get saw every row: the full
+    profile's 116 such misses before this change were all search-only). fusion weighs the unique
+    term 0.6 and cannot tie it."""
     primary, standby, server, env = cluster
     rng = random.Random(27)
     token = token_for(env, "acme/pairs")
@@ -94,12 +101,12 @@ def test_write_then_read_pairs_never_miss_an_own_write(cluster):
                     ok, made = session.call("remember", {"content": f"fact {word}"})
                     ok, got = session.call("get", {"id": made["id"]})
                     visible, how = ok and got["id"] == made["id"], ("mcp", str(got)[:200])
-                    ok, found = session.call("search", {"query": word, "k": 5})
+                    ok, found = session.call("search", {"query": word, "k": 5, "driver": "fusion"})
                 else:
                     made = http.post("/v1/memories", json={"content": f"fact {word}"}).json()
                     got = http.get(f"/v1/memories/{made['id']}")
                     visible, how = got.status_code == 200, ("http", got.text[:200])
-                    found = http.post("/v1/search", json={"query": word, "k": 5}).json()
+                    found = http.post("/v1/search", json={"query": word, "k": 5, "driver": "fusion"}).json()
                 searched = made["id"] in [h["id"] for h in found["hits"]]
                 if not (visible and searched):
                     violations += 1

@@ -13,6 +13,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import time
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,10 +110,17 @@ class ExternalPostgres:
         """Run one statement as the DBA (pause replay, look at lag); the first value it returns."""
         import psycopg
 
-        with psycopg.connect(f"host=127.0.0.1 port={self.port} user={DBA} dbname={database}",
-                             autocommit=True) as conn:
-            row = conn.execute(statement).fetchone()
-        return row[0] if row else None
+        for attempt in range(5):
+            try:
+                with psycopg.connect(f"host=127.0.0.1 port={self.port} user={DBA} dbname={database}",
+                                     autocommit=True) as conn:
+                    row = conn.execute(statement).fetchone()
+                return row[0] if row else None
+            except psycopg.errors.SerializationFailure:  # a standby canceled it: conflict with recovery
+                if attempt == 4:
+                    raise
+                time.sleep(0.1)
+        return None
 
     def kill(self) -> None:
         """Stop at once, as a crash would (pg_ctl -m immediate)."""

@@ -15,11 +15,12 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import sqlalchemy as sa
 
 log = logging.getLogger("halomem")
+T = TypeVar("T")
 
 _LSN = re.compile(r"^([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})$")
 PRIMARY = "primary"
@@ -120,6 +121,22 @@ class ReadRouter:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(self.poll)
+
+    def read(self, after: int | None, read: Callable[[Any], T]) -> tuple[T, str]:
+        """``read(index)`` on a database that has replayed ``after``, and that database's name. A
+        replica that fails mid-read -- gone, or its query canceled by a conflict with recovery (a
+        standby replaying cleanup a snapshot still needs) -- is set aside and the primary answers:
+        a caller never gets an error, nor an older state, for the replica's sake."""
+        index, database = self.choose(after)
+        if database == PRIMARY:
+            return read(index), database
+        try:
+            return read(index), database
+        except sa.exc.OperationalError as exc:
+            log.warning("read replica %s failed a read (%s): the primary answers; reads go elsewhere for %gs",
+                        database, type(getattr(exc, "orig", exc)).__name__, self.cooldown)
+            self.unavailable(database)
+            return read(self.primary_index), PRIMARY
 
     def unavailable(self, name: str) -> None:
         """A read on ``name`` failed mid-way: skip it for a while."""
