@@ -133,19 +133,19 @@ def _build_indexes(engine: sa.Engine) -> list[tuple[str, str]]:
     pairs = [(NEXT_INDEX, migrations.VECTOR_INDEX), (NEXT_PASSAGE_INDEX, migrations.PASSAGE_INDEX)]
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.exec_driver_sql("SET maintenance_work_mem = '512MB'")
-        for name, old in list(pairs):
-            table, column = ("passages_next", "embedding") if name == NEXT_PASSAGE_INDEX else ("memories", "embedding_next")
-            conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}" if not migrations.valid_indexes(conn, [name]) else "SELECT 1")
-            conn.exec_driver_sql(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} USING hnsw ({column} vector_cosine_ops)")
+        targets = [(NEXT_INDEX, "memories", "embedding_next", ""),
+                   (NEXT_PASSAGE_INDEX, "passages_next", "embedding", "")]
         for ns in migrations.namespace_indexes(conn):
             vec, _ = namespace_index_names(ns)
-            live = f"namespace = '{ns}' AND t_valid_to IS NULL AND erased_at IS NULL"
             name = f"{vec}_next"[:63]
-            if not migrations.valid_indexes(conn, [name]):
-                conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")
-                conn.exec_driver_sql(f"CREATE INDEX CONCURRENTLY {name} ON memories USING hnsw"
-                                     f" (embedding_next vector_cosine_ops) WHERE {live}")
+            targets.append((name, "memories", "embedding_next",
+                            f" WHERE namespace = '{ns}' AND t_valid_to IS NULL AND erased_at IS NULL"))
             pairs.append((name, vec))
+        for name, table, column, where in targets:
+            if not migrations.valid_indexes(conn, [name]):  # an earlier run killed mid-build leaves it invalid
+                conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")
+                conn.exec_driver_sql(f"CREATE INDEX CONCURRENTLY {name} ON {table} USING hnsw"
+                                     f" ({column} vector_cosine_ops){where}")
     return pairs
 
 
