@@ -128,11 +128,11 @@ class ReadRouter:
         standby replaying cleanup a snapshot still needs) -- is set aside and the primary answers:
         a caller never gets an error, nor an older state, for the replica's sake."""
         index, database = self.choose(after)
-        if database == PRIMARY:
-            return read(index), database
         try:
             return read(index), database
         except sa.exc.OperationalError as exc:
+            if database == PRIMARY:
+                raise
             log.warning("read replica %s failed a read (%s): the primary answers; reads go elsewhere for %gs",
                         database, type(getattr(exc, "orig", exc)).__name__, self.cooldown)
             self.unavailable(database)

@@ -45,11 +45,11 @@ class EmbedderOptions:
 
         return cls(model=getattr(settings, "embedder_model", None) or None,
                    url=getattr(settings, "embedder_url", None) or None,
-                   api_key_env=getattr(settings, "embedder_api_key_env", None) or "OPENAI_API_KEY",
-                   dim=number("embedder_dim", int, None, 1), batch=number("embedder_batch", int, 64, 1),
-                   concurrency=number("embedder_concurrency", int, 2, 1),
-                   timeout_s=number("embedder_timeout_s", float, 30.0, 0.1),
-                   retries=number("embedder_retries", int, 4, 0))
+                   api_key_env=getattr(settings, "embedder_api_key_env", None) or cls.api_key_env,
+                   dim=number("embedder_dim", int, cls.dim, 1), batch=number("embedder_batch", int, cls.batch, 1),
+                   concurrency=number("embedder_concurrency", int, cls.concurrency, 1),
+                   timeout_s=number("embedder_timeout_s", float, cls.timeout_s, 0.1),
+                   retries=number("embedder_retries", int, cls.retries, 0))
 
 
 def split_spec(spec: str) -> tuple[str, str | None]:
