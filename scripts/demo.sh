@@ -40,7 +40,7 @@ say "ACL: acme/eng sees its own rows and acme's, never acme/sales"
 halomem search --ns acme/eng "sales target and discounts" --k 5
 halomem search --ns acme/sales "sales target and discounts" --k 5
 
-say "meaning, not just words: the default embedder (MiniLM distilled to a static table, shipped) finds a memory that shares no word with the question"
+say "meaning, not just words: the default embedder (all-MiniLM-L6-v2 on ONNX Runtime, installed with halomem) finds a memory that shares no word with the question"
 halomem search --ns acme/eng "who is woken up at night when production breaks" --k 1
 
 say "supersedence: the on-call rotation changes; only the new head is searchable"

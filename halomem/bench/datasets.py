@@ -43,6 +43,7 @@ class Dataset:
     # namespace -> L3 concepts (Doc.source is the concept's path); a query may name one as relevant
     concepts: dict[str, list[Doc]] = field(default_factory=dict)
     skipped_queries: int = 0
+    skipped_docs: int = 0  # documents with no text (a memory needs some): left out, and said so
 
     @property
     def doc_count(self) -> int:
@@ -112,7 +113,10 @@ def load_beir(directory: Path, split: str = "test", namespace: str = "beir") -> 
     except (OSError, ValueError, KeyError) as exc:
         raise InvalidInputError(f"cannot read BEIR collection {directory}: {exc}") from None
     ds = Dataset(directory.name or "beir")
-    ds.docs[namespace] = [Doc(str(d["_id"]), " ".join(x for x in (d.get("title"), d.get("text")) if x)) for d in corpus]
+    docs = [Doc(str(d["_id"]), " ".join(x for x in (d.get("title"), d.get("text")) if isinstance(x, str) and x.strip()))
+            for d in corpus]
+    ds.docs[namespace] = [d for d in docs if d.text.strip()]
+    ds.skipped_docs = len(docs) - len(ds.docs[namespace])
     known = {d.id for d in ds.docs[namespace]}
     for qid, relevant in sorted(qrels.items()):
         relevant &= known

@@ -26,10 +26,13 @@ def run_quality(ds: Dataset, embedders: Sequence[str], drivers: Sequence[str], o
     headers = ["embedder", "driver", "group", "queries", *METRICS, "plan p50 ms"]
     rows = [[r["embedder"], r["driver"], r["group"], r["queries"], *(r[m] for m in METRICS), r["plan_p50_ms"]]
             for r in results]
-    md = (f"# Retrieval quality: {ds.name}\n\n{ds.doc_count} memories in {len(ds.docs)} namespaces, "
-          f"{len(ds.queries)} queries ({ds.skipped_queries} without usable evidence skipped).\n\n"
+    md = (f"# Retrieval quality: {ds.name}\n\n{ds.doc_count} memories in {len(ds.docs)} namespaces "
+          f"({ds.skipped_docs} empty documents skipped), {len(ds.queries)} queries ({ds.skipped_queries} without "
+          f"usable evidence skipped). Embedder `default` is what a new store gets. Each driver is warmed on a few "
+          f"queries after the load (and ANALYZE) before it is timed.\n\n"
           + report.markdown_table(headers, rows))
-    data = {"dataset": ds.name, "docs": ds.doc_count, "queries": len(ds.queries), "results": results}
+    data = {"dataset": ds.name, "docs": ds.doc_count, "skipped_docs": ds.skipped_docs, "queries": len(ds.queries),
+            "results": results}
     report.write(out_dir, f"quality-{ds.name}", data, md)
     for group in sorted({r["group"] for r in results}):
         series = {f"{r['driver']}/{r['embedder']}": {"R@10": r["R@10"], "nDCG@10": r["nDCG@10"], "MRR@10": r["MRR@10"]}

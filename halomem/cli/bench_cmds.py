@@ -39,7 +39,8 @@ def _finish(result: dict, as_json: bool) -> None:
 @app.command()
 def quality(dataset: str = typer.Option("locomo", help="locomo, org-concepts (generated), or beir (with --path)."),
             path: Optional[Path] = typer.Option(None, help="Data file (LoCoMo JSON) or BEIR folder."),
-            embedder: List[str] = typer.Option(["hash"], "--embedder", help="Repeatable: static, hash, minilm, openai:MODEL."),
+            embedder: List[str] = typer.Option(["default"], "--embedder",
+                                               help="Repeatable: default (a new store's), onnx, static, hash, minilm, openai:MODEL."),
             driver: List[str] = typer.Option(["baseline", "fusion", "graph", "keyword"], "--driver", help="Repeatable."),
             conversations: Optional[int] = typer.Option(None, help="Only the first N LoCoMo conversations."),
             out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
@@ -92,7 +93,7 @@ def ingest(rows: int = typer.Option(20000, help="Rows to ingest."),
 
 
 @app.command()
-def embed(embedder: List[str] = typer.Option(["static", "hash"], "--embedder",
+def embed(embedder: List[str] = typer.Option(["onnx", "static", "hash"], "--embedder",
                                              help="Repeatable: static, hash, minilm, onnx:DIR, openai:MODEL."),
           path: Optional[Path] = typer.Option(None, help="LoCoMo JSON."),
           out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:

@@ -9,7 +9,7 @@ import re
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import typer
 
@@ -142,10 +142,11 @@ def remote() -> tuple[str, str] | None:
     return (url, os.environ.get("HALOMEM_TOKEN", "").strip()) if url else None
 
 
-def data(ns: Optional[str]):  # noqa: ANN201 - halomem.ops.Operations or halomem.client.Client
+def data(ns: Optional[str], embeds: Sequence[str] = ()):  # noqa: ANN201 - halomem.ops.Operations or halomem.client.Client
     """The operations a data command calls: the server's (remote mode, the token is the caller)
     or the local kernel's, acting as the operator of ``--ns``. Remote mode never imports the
-    database stack."""
+    database stack. ``embeds``: the texts the command will embed, started in a child while the
+    kernel boots (embed.prefetch)."""
     target = remote()
     if target is not None:
         from ..client import Client
@@ -161,6 +162,13 @@ def data(ns: Optional[str]):  # noqa: ANN201 - halomem.ops.Operations or halomem
         return client
     from ..ops import for_operator
 
+    if _kernel is None and embeds:
+        from ..embed import prefetch
+
+        early = prefetch.start(settings().embedder, embeds)
+        if early is not None:
+            booted = kernel()
+            booted.embedders.current = prefetch.PrefetchedEmbedder(booted.embedders.current, early)
     return for_operator(kernel(), ns or settings().ns)  # --ns / HALOMEM_NS, else config.toml's ns
 
 

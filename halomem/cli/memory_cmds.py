@@ -50,7 +50,7 @@ def register(app: typer.Typer) -> None:
         """Write one memory into the caller's namespace."""
         if content == "-":
             content = sys.stdin.read().removesuffix("\n")
-        made = data(ns).remember(content, source=source, provenance=_provenance(provenance))
+        made = data(ns, embeds=[content]).remember(content, source=source, provenance=_provenance(provenance))
         emit_json(made.to_dict()) if as_json else out.print(made.id, markup=False)
 
     @app.command()

@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
                driver: Optional[str] = typer.Option(None, "--driver", help="Override the namespace policy."),
                as_json: bool = JsonOption) -> None:
         """Search what the caller's namespace may see, ranked by the policy's driver."""
-        ops = data(ns)
+        ops = data(ns, embeds=[query])
         result = ops.search(query, k=k, token_budget=budget, sources=source or None, driver=driver)
         if not result.hits and remote() is None:  # local: the operator named the namespace
             twins = store("search").case_twins(result.namespace)

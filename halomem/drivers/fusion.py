@@ -5,8 +5,11 @@ Differences from baseline, each a standard IR adjustment rather than a fit to on
   of scoring 0 in the dense lane;
 - on a host that does not score its lexical candidates, BM25 over the pool with k1=1.5, b=0.3
   (memories are short, so length normalization matters less); the host's own BM25 otherwise;
-- min-max merge weighted 0.6 lexical / 0.4 cosine (exact terms such as names and dates carry
-  more evidence than a small sentence encoder's similarity);
+- both lanes on an absolute scale (retrieval.evidence_share): a memory's lexical score is the share
+  of the query's term evidence it carries (BM25 over the sum of the query terms' IDF), its cosine
+  is measured from the embedder's similarity floor up; merged LEXICAL_WEIGHT / COSINE_WEIGHT. Min-max
+  stretched a small pool's one weak word match to the lexical lane's 1.0, over the paraphrase the
+  vector lane ranked first;
 - neighbour context: a memory is raised by the better score of the memories just before and after
   it in its source (Candidate.position): a reply whose words are in the turn it answers, a chunk
   that continues the one naming its subject;
@@ -18,8 +21,8 @@ Differences from baseline, each a standard IR adjustment rather than a fit to on
 - L3 concepts that strongly match are fused in by rank (retrieval.concepts), as in baseline;
 - only memories with evidence are returned (a query term, or a cosine at or above the view's
   similarity floor: retrieval.evidence); context raises them, it does not admit others.
-Measured on LoCoMo (categories 1-4, MiniLM; docs/bench/quality-locomo.md). The weights were chosen
-on LoCoMo: treat them as a start.
+One setting for every collection, chosen across the dev sets (LoCoMo, its sessions as long
+documents, org-concepts, company facts asked in other words: docs/bench/fusion.md), never per set.
 
 DRIVER BOUNDARY: imports only halomem.types and halomem.retrieval.
 """
@@ -27,7 +30,8 @@ from __future__ import annotations
 
 from halomem.retrieval.concepts import with_concepts
 from halomem.retrieval.evidence import evidenced, only, similarity_floor
-from halomem.retrieval import gather_pool, hybrid_merge, subject_scores, with_neighbour_context, with_source_context
+from halomem.retrieval.evidence_share import cosine_above_floor, lexical_share, query_mass
+from halomem.retrieval import gather_pool, subject_scores, with_neighbour_context, with_source_context
 from halomem.types import Capabilities, RetrieverQuery, ScoredRef, estimate_tokens, fit_budget, rank_key
 
 VECTOR_K = 200
@@ -51,14 +55,20 @@ class FusionDriver:
             return []
         pool = gather_pool(q.view, q.query, max(VECTOR_K, q.k))
         lexical = pool.lexical_scores(q.query, k1=BM25_K1, b=BM25_B)
-        lanes = [(pool.cosine, COSINE_WEIGHT), (lexical, LEXICAL_WEIGHT)]
+        floor = similarity_floor(q.view)
+        share = lexical_share(lexical, query_mass(q.view, q.query, pool.content, pool.bm25 is not None))
+        merged: dict[str, float] = {}
+        for lane, weight in ((share, LEXICAL_WEIGHT), (cosine_above_floor(pool.cosine, floor), COSINE_WEIGHT)):
+            for ref, s in lane.items():
+                merged[ref] = merged.get(ref, 0.0) + weight * s
         subject = subject_scores(q.view, q.query, pool.content)
         if 0 < sum(subject.values()) < len(subject):  # a lane that sets some memories apart
-            lanes.append((subject, SUBJECT_WEIGHT))
-        merged = hybrid_merge(lanes)
+            for ref, s in subject.items():
+                merged[ref] = merged.get(ref, 0.0) + SUBJECT_WEIGHT * s
+            merged = {ref: s / (1.0 + SUBJECT_WEIGHT) for ref, s in merged.items()}  # kept in 0..1
         beside = with_neighbour_context(merged, pool.source, pool.position, NEIGHBOUR_CONTEXT_WEIGHT)
         final = with_source_context(beside, pool.source, SOURCE_CONTEXT_WEIGHT)
-        final = only(final, evidenced(pool.cosine, lexical, similarity_floor(q.view)))  # matched nothing: never fills k
+        final = only(final, evidenced(pool.cosine, lexical, floor))  # matched nothing: never fills k
         scored = [ScoredRef(ref, "L2", ref, s, pool.content[ref], estimate_tokens(pool.content[ref]))
                   for ref, s in final.items()]
         return fit_budget(with_concepts(sorted(scored, key=rank_key), q.view, q.query, q.k), q.k, q.token_budget)

@@ -1,59 +1,152 @@
-"""all-MiniLM-L6-v2 through ONNX Runtime (a benchmark candidate; the onnx extra).
+"""The default embedder: all-MiniLM-L6-v2, a transformer sentence encoder, run by ONNX Runtime.
 
-The model is tools/build_embedders.py's output directory (model.onnx, model_int8.onnx preferred when
-present, tokenizer.json) or one .onnx file in it. Mean pooling over the attention mask, L2-normalized: MiniLM's own head.
+``onnx`` (or ``onnx:minilm-l6-v2``) is the shipped encoder, its graph built from a pinned registry
+package's weights by embed/onnx_graph.py: no torch, nothing downloaded. ``onnx:/path`` runs another
+export of the same architecture: a directory with model.onnx (or model_int8.onnx) and
+tokenizer.json, or one .onnx file in such a directory, whose output is the last hidden state
+(tools/build_embedders.py makes these for `halomem bench embed`).
+
+Texts are tokenized by MiniLM's own WordPiece (tokenizers, in Rust), cut to its 256-token window,
+sorted by length and run in batches of similar length under a token budget: padding is the cost a
+batch of mixed lengths pays for nothing.
 """
 from __future__ import annotations
 
+import importlib.util
+import os
+import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..errors import ConfigError
 
+SHIPPED = "minilm-l6-v2"
 WINDOW_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length
-BATCH = 32
+BATCH_TOKENS = 4096  # rows x padded length per run: large enough to keep both cores busy, small enough for cache
+MAX_BATCH = 64
+
+
+def _session(model: Path | bytes, threads: int | None):  # noqa: ANN202
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3  # warnings about unused initializers are not the operator's business
+    source = model if isinstance(model, bytes) else str(model)
+    return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
 
 class OnnxEmbedder:
     kind = "onnx"
     passage_chars = 1000  # ~230 word pieces of its 256
     dim = 384
+    noise_percentile = 0.95  # its similarity floor (embed.calibrate): a transformer's unrelated pairs spread wide
 
-    def __init__(self, model: str) -> None:
-        try:
-            import numpy as np
-            import onnxruntime as ort
-            from tokenizers import Tokenizer
-        except ImportError as exc:
-            raise ConfigError(f"embedder 'onnx' needs onnxruntime (pip install onnxruntime): {exc}") from None
-        path = Path(model).expanduser()
-        if path.suffix == ".onnx":  # one file of the directory (model.onnx: fp32, model_int8.onnx: int8)
-            path, weights = path.parent, path if path.is_file() else None
+    def __init__(self, model: str | None = None, threads: int | None = None) -> None:
+        """Names the model; the runtime loads on the first embed(), so a command that never embeds
+        (an audit tail, a policy change) does not pay ONNX Runtime's import and the model's load."""
+        if importlib.util.find_spec("onnxruntime") is None:  # found, not imported: that costs 80 ms
+            raise ConfigError("embedder 'onnx' needs onnxruntime (pip install onnxruntime)")
+        self._threads = threads
+        self._session: Any = None
+        self._lock = threading.Lock()
+        if model in (None, "", SHIPPED):
+            from .onnx_graph import PACKAGE_DIR, source_model
+
+            source_model()  # a missing weights package is a configuration error now, not at the first search
+            self._weights: Path | None = None
+            self._tokenizer_file, self._pooled = PACKAGE_DIR / "tokenizer.json", True
+            self.model = SHIPPED
+            self.name = f"onnx:{SHIPPED}"
         else:
+            self._weights, self._tokenizer_file = self._export(Path(model).expanduser())
+            self._pooled = False
+            self.model = f"{self._tokenizer_file.parent.name}/{self._weights.stem}"
+            self.name = f"onnx:{model}"
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            import numpy as np
+            from tokenizers import Tokenizer
+
+            try:
+                if self._weights is None:
+                    from .onnx_graph import built_model
+
+                    weights: Path | bytes = built_model()
+                else:
+                    weights = self._weights
+                tokenizer = Tokenizer.from_file(str(self._tokenizer_file))
+                session = _session(weights, self._threads)
+            except ConfigError:
+                raise
+            except Exception as exc:  # a damaged or foreign model file is a configuration problem
+                raise ConfigError(f"cannot load onnx embedder {self.name}: {exc}") from None
+            tokenizer.enable_truncation(WINDOW_TOKENS)
+            tokenizer.no_padding()
+            self._np, self._tokenizer = np, tokenizer
+            self._inputs = {i.name for i in session.get_inputs()}
+            self._session = session
+
+    @property
+    def weights(self) -> Path:
+        """The model file in use (benchmarks count its size)."""
+        if self._weights is not None:
+            return self._weights
+        from .onnx_graph import built_model
+
+        built = built_model()
+        return built if isinstance(built, Path) else Path("<memory>")
+
+    @staticmethod
+    def _export(path: Path) -> tuple[Path, Path]:
+        if path.suffix == ".onnx":  # one file of the directory (model.onnx: fp32, model_int8.onnx: int8)
+            folder, weights = path.parent, path if path.is_file() else None
+        else:
+            folder = path
             weights = next((p for p in (path / "model_int8.onnx", path / "model.onnx") if p.is_file()), None)
-        if weights is None or not (path / "tokenizer.json").is_file():
+        if weights is None or not (folder / "tokenizer.json").is_file():
             raise ConfigError(f"onnx embedder: {path} has no model.onnx / tokenizer.json")
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 2
-        self.weights = weights
-        self._session = ort.InferenceSession(str(weights), options, providers=["CPUExecutionProvider"])
-        self._tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-        self._tokenizer.enable_truncation(WINDOW_TOKENS)
-        self._tokenizer.enable_padding()
-        self._np = np
-        self.model = f"{path.name}/{weights.stem}"
-        self.name = f"onnx:{self.model}"
+        return weights, folder / "tokenizer.json"
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        np = self._np
-        out: list[list[float]] = []
-        for start in range(0, len(texts), BATCH):
-            encoded = self._tokenizer.encode_batch(list(texts[start:start + BATCH]))
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-            hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                               "token_type_ids": np.zeros_like(ids)})[0]
-            pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            out += (pooled / np.where(norms > 0, norms, 1)).tolist()
+        if not texts:
+            return []
+        if self._session is None:
+            self._load()
+        encoded = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
+        out: list[Any] = [None] * len(texts)
+        start = 0
+        while start < len(order):
+            longest = len(encoded[order[start]].ids)
+            end = start + 1  # grow the batch while rows x (its longest row) fits the budget
+            while end < len(order) and end - start < MAX_BATCH and \
+                    (end - start + 1) * len(encoded[order[end]].ids) <= max(BATCH_TOKENS, longest):
+                end += 1
+            rows = order[start:end]
+            for i, vector in zip(rows, self._run([encoded[i].ids for i in rows])):
+                out[i] = vector
+            start = end
         return out
+
+    def _run(self, ids: list[list[int]]) -> list[list[float]]:
+        np = self._np
+        width = max(len(row) for row in ids)
+        batch = np.zeros((len(ids), width), dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for r, row in enumerate(ids):
+            batch[r, :len(row)] = row
+            mask[r, :len(row)] = 1
+        feed = {"input_ids": batch, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(batch)
+        result = self._session.run(None, feed)[0]
+        if not self._pooled:  # a plain export: mean over the mask, then L2
+            result = (result * mask[..., None]).sum(axis=1)
+            norms = np.linalg.norm(result, axis=1, keepdims=True)
+            result = result / np.where(norms > 0, norms, 1)
+        return result.astype(np.float64).tolist()

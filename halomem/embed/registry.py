@@ -13,7 +13,7 @@ from .embedders import Embedder, HashEmbedder
 T = TypeVar("T")
 
 KINDS = ("static", "openai", "hash", "onnx", "minilm")
-DEFAULT_SPEC = "static"  # the local semantic default (docs/bench/embed.md says why)
+DEFAULT_SPEC = "onnx"  # all-MiniLM-L6-v2 on ONNX Runtime: the local semantic default (docs/bench/embed.md)
 
 
 @dataclass(frozen=True)
@@ -73,9 +73,7 @@ def get_embedder(spec: str | None = None, options: EmbedderOptions | None = None
     if kind == "onnx":
         from .onnx import OnnxEmbedder
 
-        if not model:
-            raise ConfigError("embedder 'onnx' needs a model directory: onnx:/path (tools/build_embedders.py)")
-        return OnnxEmbedder(model)
+        return OnnxEmbedder(model)  # no model: the shipped all-MiniLM-L6-v2
     if kind == "minilm":
         from .embedders import MiniLMEmbedder
 

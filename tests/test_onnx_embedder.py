@@ -1,0 +1,107 @@
+"""The default embedder: all-MiniLM-L6-v2 on ONNX Runtime, its graph built from the weights package.
+
+Held to torch's MiniLM on 520 varied texts (the reference vectors were made with torch by
+tools/build_embedders.py reference; where torch is installed the test also runs it live), the
+embedder contract, its graph built into a cache directory, and the CLI's prefetch."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from halomem.embed import DEFAULT_SPEC, get_embedder
+from halomem.embed import onnx_graph
+from halomem.errors import ConfigError
+from tests.parity_texts import digest, parity_texts
+from tests.test_embedders import _contract
+
+REFERENCE = Path(__file__).parent / "data" / "minilm-torch-reference.npz"
+
+
+def test_the_default_is_the_onnx_transformer() -> None:
+    embedder = get_embedder()
+    assert DEFAULT_SPEC == "onnx"
+    assert (embedder.kind, embedder.name, embedder.dim) == ("onnx", "onnx:minilm-l6-v2", 384)
+    assert get_embedder(embedder.name).name == embedder.name  # the name a store records opens it again
+
+
+def test_the_onnx_embedder_keeps_the_contract() -> None:
+    _contract(get_embedder("onnx"))
+
+
+def _mean_cosine(ours: np.ndarray, theirs: np.ndarray) -> tuple[float, float]:
+    cos = (ours * theirs).sum(axis=1) / (np.linalg.norm(ours, axis=1) * np.linalg.norm(theirs, axis=1))
+    return float(cos.mean()), float(cos.min())
+
+
+def test_it_equals_torch_minilm_on_varied_texts() -> None:
+    texts = parity_texts()
+    reference = np.load(REFERENCE)
+    assert str(reference["digest"]) == digest(texts), "regenerate: python tools/build_embedders.py reference"
+    assert len(texts) >= 500
+    ours = np.array(get_embedder("onnx").embed(texts))
+    mean, worst = _mean_cosine(ours, reference["vectors"].astype(np.float64))
+    assert mean >= 0.99 and worst >= 0.98, (mean, worst)
+
+
+def test_it_equals_torch_minilm_live_where_torch_is_installed() -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("sentence_transformers")
+    texts = parity_texts()
+    ours = np.array(get_embedder("onnx").embed(texts))
+    theirs = np.array(get_embedder("minilm").embed(texts))
+    mean, worst = _mean_cosine(ours, theirs)
+    assert mean >= 0.99 and worst >= 0.98, (mean, worst)
+
+
+def test_batching_and_order_change_nothing() -> None:
+    embedder = get_embedder("onnx")
+    texts = ["short", "a somewhat longer sentence about the deploy pipeline", "x " * 400, "mid length text here"]
+    together = np.array(embedder.embed(texts))
+    reversed_ = np.array(embedder.embed(texts[::-1]))[::-1]
+    alone = np.array([embedder.embed([t])[0] for t in texts])
+    assert np.abs(together - reversed_).max() < 1e-5 and np.abs(together - alone).max() < 1e-5
+
+
+def test_the_graph_is_built_into_the_cache_when_the_package_has_none(tmp_path: Path) -> None:
+    """An install without `make install`'s build step: the first load builds into HALOMEM_CACHE_DIR,
+    the next one reads it; the vectors are the packaged graph's."""
+    code = ("from halomem.embed import onnx_graph as g; dirs = g.cache_dirs; g.cache_dirs = lambda: dirs()[1:];"
+            "from halomem.embed.onnx import OnnxEmbedder; e = OnnxEmbedder(); print(__import__('json').dumps("
+            "{'where': str(g.built_model()), 'v': e.embed(['the build server runs nightly'])[0][:8]}))")
+    env = {"HALOMEM_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    first = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                      check=True).stdout)
+    assert first["where"].startswith(str(tmp_path)) and Path(first["where"]).is_file()
+    built = sorted(p.name for p in (tmp_path / "minilm-l6-v2").iterdir())
+    assert built == [onnx_graph.GRAPH_NAME, onnx_graph.weights_name()]  # no staging directory left behind
+    again = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                      check=True).stdout)
+    packaged = get_embedder("onnx").embed(["the build server runs nightly"])[0][:8]
+    assert again == first and np.allclose(first["v"], packaged, atol=1e-6)
+
+
+def test_a_foreign_weights_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "model.onnx"
+    fake.write_bytes(b"not the model")
+    monkeypatch.setattr(onnx_graph, "source_model", lambda: fake)
+    with pytest.raises(ConfigError, match="sha256 differs"):
+        onnx_graph.build()
+
+
+def test_the_floor_keeps_nonsense_out_and_paraphrases_in() -> None:
+    from halomem.embed.calibrate import noise_floor
+
+    embedder = get_embedder("onnx")
+    floor = noise_floor(embedder)
+    facts = [json.loads(line) for line in
+             (Path(__file__).parent.parent / "fixtures" / "paraphrase" / "facts.jsonl").read_text().splitlines()]
+    memories = np.array(embedder.embed([f["fact"] for f in facts]))
+    for nonsense in ("zebra giraffe", "zxqvbnm", "the weather in Paris", "asdf qwerty", "lorem ipsum dolor sit amet"):
+        assert (memories @ np.array(embedder.embed([nonsense])[0])).max() < floor, nonsense
+    own = [float(memories[i] @ np.array(v)) for i, v in enumerate(embedder.embed([f["question"] for f in facts]))]
+    assert sum(c >= floor for c in own) >= len(facts) - 1
