@@ -19,11 +19,13 @@ def decode(cursor: object) -> tuple[datetime, str]:
     if not isinstance(cursor, str) or len(cursor) > MAX_CURSOR:
         raise InvalidInputError("cursor must be the next_cursor of an earlier page")
     try:
+        if not cursor.isascii() or not cursor.isprintable():  # the alphabet only: b64decode would drop the rest
+            raise ValueError(cursor)
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         when, _, memory_id = raw.partition("|")
         valid_from = datetime.fromisoformat(when)
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise InvalidInputError("cursor must be the next_cursor of an earlier page") from None
-    if not memory_id or valid_from.tzinfo is None:
+    if not memory_id or valid_from.tzinfo is None or not memory_id.isprintable() or len(memory_id) > 100:
         raise InvalidInputError("cursor must be the next_cursor of an earlier page")
     return valid_from, memory_id

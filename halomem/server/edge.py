@@ -18,7 +18,7 @@ import anyio.to_thread
 
 from .. import audit
 from ..db.replicas import parse_lsn
-from ..errors import HalomemError, PayloadTooLargeError
+from ..errors import HalomemError, InvalidInputError, PayloadTooLargeError
 from ..pipeline import Pipeline, Request, error_for_status
 from .problems import from_error, from_unexpected
 
@@ -37,6 +37,22 @@ def current(scope_or_request: Any) -> Request | None:
 
 def _header(scope: dict[str, Any], name: bytes) -> str:
     return dict(scope.get("headers") or []).get(name, b"").decode("latin-1")
+
+
+def check_target(scope: dict[str, Any]) -> None:
+    """The path and query string a caller sent are text: percent-decoded they must be UTF-8 without
+    control characters (a NUL, an escape, a lone surrogate's bytes). Refused here, 400, for every
+    route at once, before a parameter can reach a handler or the database."""
+    from urllib.parse import unquote_to_bytes
+
+    for part in (scope.get("raw_path") or scope["path"].encode("utf-8", "surrogateescape"),
+                 scope.get("query_string") or b""):
+        try:
+            text = unquote_to_bytes(part).decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInputError("the request's path or query string is not UTF-8 text") from None
+        if any(ch < " " or "\x7f" <= ch <= "\x9f" for ch in text):
+            raise InvalidInputError("the request's path or query string holds control characters")
 
 
 def bearer(scope: dict[str, Any]) -> str | None:
@@ -84,6 +100,7 @@ class Edge:
             await send(message)
 
         try:
+            check_target(scope)
             if not public:
                 await anyio.to_thread.run_sync(self.pipeline.authenticate, request, bearer(scope))
             body = await self._read_body(scope, receive)
