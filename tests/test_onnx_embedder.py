@@ -105,3 +105,48 @@ def test_the_floor_keeps_nonsense_out_and_paraphrases_in() -> None:
         assert (memories @ np.array(embedder.embed([nonsense])[0])).max() < floor, nonsense
     own = [float(memories[i] @ np.array(v)) for i, v in enumerate(embedder.embed([f["question"] for f in facts]))]
     assert sum(c >= floor for c in own) >= len(facts) - 1
+
+
+def test_a_cli_search_embeds_in_a_prefetch_child_with_the_same_answer(cli_env: dict, tmp_path: Path) -> None:
+    """`halomem search` on the default embedder: the parent never loads ONNX Runtime (the forked
+    child embedded the query and the floor's sentences), and its hits are an in-process search's."""
+    from tests.test_embedders import own_store_cli
+
+    run = own_store_cli(cli_env, tmp_path)
+    facts = ["Deploys go through ArgoCD canaries before reaching every cluster.",
+             "Invoices are paid within thirty days of receipt.", "Maria leads the payments squad."]
+    for fact in facts:
+        assert run("remember", "--ns", "acme", fact).returncode == 0
+    env = {**cli_env, "HALOMEM_HOME": str(tmp_path)}
+    env.pop("HALOMEM_DATABASE_URL", None)
+    code = ("import atexit, sys; atexit.register(lambda: print('ORT', 'onnxruntime' in sys.modules, file=sys.stderr));"
+            "from halomem.cli.main import run; run(sys.argv[1:])")
+    try:
+        done = subprocess.run([sys.executable, "-c", code, "search", "--ns", "acme", "when do suppliers get their money",
+                               "--json"], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "ORT False" in done.stderr
+        hits = json.loads(done.stdout)["hits"]
+        assert hits and hits[0]["content"] == facts[1]
+        again = run("search", "--ns", "acme", "when do suppliers get their money", "--json", HALOMEM_EMBEDDER="onnx")
+        assert [(h["ref"], round(h["score"], 3)) for h in json.loads(again.stdout)["hits"]] == \
+            [(h["ref"], round(h["score"], 3)) for h in hits]
+    finally:
+        run("db", "stop")
+
+
+def test_a_prefetch_for_another_embedder_than_the_store_s_is_not_used(cli_env: dict, tmp_path: Path) -> None:
+    from tests.test_embedders import own_store_cli
+
+    run = own_store_cli(cli_env, tmp_path, HALOMEM_EMBEDDER="hash")
+    try:
+        assert run("remember", "--ns", "acme", "The build server runs nightly.").returncode == 0
+        env = {k: v for k, v in cli_env.items() if k != "HALOMEM_EMBEDDER"}
+        plain = own_store_cli(env, tmp_path)  # unset: the store's own (hash); the child guessed onnx
+        done = plain("search", "--ns", "acme", "build server", "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["hits"][0]["content"] == "The build server runs nightly."
+        made = plain("remember", "--ns", "acme", "Another memory.", "--json")
+        assert made.returncode == 0, made.stderr
+    finally:
+        run("db", "stop")
