@@ -167,3 +167,46 @@ def test_reembed_survives_sigkill_and_swaps_atomically_under_a_live_server(store
     assert [r["detail"].split(" ")[:2] for r in trail] == [["reembed", "ok"]]  # one row: the swap's
     again = _cli(env, "reembed", "--embedder", "static")
     assert again.returncode == 5 and "already uses embedder" in again.stderr
+
+
+class _ErasingWhileEmbedding:
+    """The target embedder, which erases memories (through the kernel, its own transaction) while
+    their batch is being embedded: after the batch read them, before it writes their vectors back."""
+
+    def __init__(self, target, kernel: Kernel, victims: dict[str, str]) -> None:  # noqa: ANN001
+        self._target, self._kernel, self._victims = target, kernel, dict(victims)  # content -> id
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self._target, name)
+
+    def embed(self, texts):  # noqa: ANN001, ANN201
+        for text in texts:
+            victim = self._victims.pop(text, None)
+            if victim is not None:
+                self._kernel.erase("acme/eng", victim, reason="raced")  # committed before the batch writes
+        return self._target.embed(texts)
+
+
+def test_an_erase_during_a_reembed_batch_leaves_nothing_after_the_swap(store) -> None:  # noqa: ANN001
+    """Erasure is final during reembed: memories erased while their batch embeds them, a long one
+    with passages among them, keep no vector, passage or text after the swap."""
+    env, kernel = store
+    secret = "Long secret memo. " + " ".join(TOPICS * 40)
+    long_one = kernel.remember("acme/eng", secret).id
+    with kernel.engine.connect() as conn:
+        firsts = [tuple(r) for r in conn.exec_driver_sql(
+            "SELECT content, id FROM memories WHERE erased_at IS NULL ORDER BY id LIMIT 2")]
+    victims = {secret: long_one, **dict(firsts)}
+    kernel.reembed(_ErasingWhileEmbedding(get_embedder("static"), kernel, victims), batch=50)
+    with kernel.engine.connect() as conn:
+        for victim in victims.values():
+            row = conn.exec_driver_sql("SELECT content, embedding IS NULL, erased_at IS NOT NULL FROM memories"
+                                       " WHERE id = %s", (victim,)).one()
+            assert tuple(row) == ("", True, True), victim
+            assert conn.exec_driver_sql("SELECT count(*) FROM passages WHERE memory_id = %s", (victim,)).scalar() == 0
+        assert conn.exec_driver_sql("SELECT count(*) FROM passages p JOIN memories m ON m.id = p.memory_id"
+                                    " WHERE m.erased_at IS NOT NULL").scalar() == 0
+        assert conn.exec_driver_sql("SELECT count(*) FROM memories WHERE erased_at IS NULL AND content <> ''"
+                                    " AND embedding IS NULL").scalar() == 0
+        assert "secret" not in " ".join(r[0] for r in conn.exec_driver_sql("SELECT content FROM memories"))
+    assert _cli(env, "audit", "verify").returncode == 0

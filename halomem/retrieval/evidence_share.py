@@ -2,11 +2,13 @@
 
 Min-max gives a pool's best lexical match 1.0 whatever it matched: in a store of one-line facts, a
 question that shares one common word with an unrelated memory lifts that memory to the lexical
-lane's top, above the paraphrase the vector lane found. Here a memory's lexical score is the share
-of the query's term evidence it carries (its BM25 divided by the sum of the query terms' IDF, what a
-memory holding each term once at average length scores; capped at 1), every non-stopword query term
-counting, matched or not; and its cosine is measured from the embedder's similarity floor up (0 at
-the floor, 1 at an identical text). A weak partial match then stays weak, and a strong one strong.
+lane's top, above the paraphrase the vector lane found. Here a memory's lexical score measures its BM25 against the query's
+term evidence M, the sum of the query terms' IDF (what a memory holding each non-stopword query
+term once at average length scores; every term counts, matched or not): (s / (s + M))^2, 0.25 for
+a memory that scores M, never saturating (a long document holding every term several times still
+ranks above one holding them once), and squared so that one shared word among five weighs little.
+Its cosine is measured from the embedder's similarity floor up (0 at the floor, 1 at an identical
+text). A weak partial match then stays weak, and a strong one strong, on every collection alike.
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ def query_mass(view: Any, query: str, pool_content: Mapping[str, str], host_scor
 def lexical_share(lexical: Mapping[str, float], mass: float) -> dict[str, float]:
     if mass <= 0:
         return {ref: (1.0 if s > 0 else 0.0) for ref, s in lexical.items()}
-    return {ref: min(1.0, s / mass) for ref, s in lexical.items()}
+    return {ref: (s / (s + mass)) ** 2 if s > 0 else 0.0 for ref, s in lexical.items()}
 
 
 def cosine_above_floor(cosine: Mapping[str, float], floor: float | None) -> dict[str, float]:

@@ -111,10 +111,18 @@ def _fill_batch(conn: Connection, target: Embedder, limit: int | None) -> tuple[
         for r, e in zip(rows, embedded):
             for ordinal, passage in enumerate(e.passages):
                 cp.write_row((r.id, ordinal, _vector(passage)))
-    conn.execute(sa.text("UPDATE memories AS m SET embedding_next = CAST(v.vec AS vector) FROM"
-                         " unnest(CAST(:ids AS text[]), CAST(:vecs AS text[])) AS v(id, vec) WHERE m.id = v.id"),
-                 {"ids": [r.id for r in rows], "vecs": [_vector(e.vector) for e in embedded]})
-    return len(rows), sum(len(e.passages) for e in embedded)
+    # only rows still live: an erase that committed while this batch embedded has taken their vector
+    # and passages, so none are written back for them (the UPDATE then locks the rest: an erase
+    # after it waits for this commit and removes what it wrote, write.vector_swap.forget_shadow)
+    updated = set(conn.execute(sa.text(
+        "UPDATE memories AS m SET embedding_next = CAST(v.vec AS vector) FROM"
+        " unnest(CAST(:ids AS text[]), CAST(:vecs AS text[])) AS v(id, vec)"
+        " WHERE m.id = v.id AND m.erased_at IS NULL RETURNING m.id"),
+        {"ids": [r.id for r in rows], "vecs": [_vector(e.vector) for e in embedded]}).scalars())
+    gone = [r.id for r in rows if r.id not in updated]
+    if gone:
+        conn.execute(sa.text("DELETE FROM passages_next WHERE memory_id = ANY(CAST(:ids AS text[]))"), {"ids": gone})
+    return len(updated), sum(len(e.passages) for r, e in zip(rows, embedded) if r.id in updated)
 
 
 def _fill_concepts(conn: Connection, target: Embedder) -> int:
@@ -159,6 +167,8 @@ def _swap(engine: sa.Engine, target: Embedder, pairs: list[tuple[str, str]], req
         _fill_concepts(conn, target)
         conn.exec_driver_sql("UPDATE memories SET embedding_next = NULL WHERE erased_at IS NOT NULL"
                              " AND embedding_next IS NOT NULL")
+        conn.exec_driver_sql("DELETE FROM passages_next p USING memories m"  # erasure wins, whatever raced
+                             " WHERE p.memory_id = m.id AND m.erased_at IS NOT NULL")
         counts = {name: int(conn.exec_driver_sql(sql).scalar()) for name, sql in (
             ("memories", "SELECT count(*) FROM memories WHERE embedding_next IS NOT NULL"),
             ("passages", "SELECT count(*) FROM passages_next"),
