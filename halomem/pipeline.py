@@ -30,7 +30,7 @@ from .auth.rights import Caller
 from .auth.store import PrincipalStore
 from .db.replicas import Consistency
 from .errors import AuthenticationError, HalomemError, RateLimitedError
-from .server.limits import DEFAULT_BURST, DEFAULT_RATE, RateLimiter
+from .ratelimit import DEFAULT_BURST, DEFAULT_RATE, RateLimiter
 from .write.writer import new_request_id
 
 log = logging.getLogger("halomem.server")

@@ -105,7 +105,8 @@ def test_policy_yaml_round_trip(cli, kernel, tmp_path):
 
 
 def test_drivers_list_and_debug_traceback(cli):
-    rows = json.loads(cli("drivers", "list", "--json").stdout)
-    assert {r["name"]: r["graph"] for r in rows} == {"baseline": False, "fusion": False, "graph": True, "keyword": False}
+    rows = json.loads(cli("drivers", "list", "--json").stdout)  # and whatever cartridges this machine has
+    shipped = {r["name"]: r["graph"] for r in rows if r["origin"] == "in-process"}
+    assert shipped == {"baseline": False, "fusion": False, "graph": True, "keyword": False}
     proc = cli("search", "--ns", "a//b", "q", env={"HALOMEM_DEBUG": "1"})
     assert proc.returncode == 3 and "Traceback" in proc.stderr

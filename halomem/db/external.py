@@ -70,7 +70,7 @@ class ExternalPostgres:
             with open(self.data / "pg_hba.conf", "w") as hba:  # the DBA from loopback by trust, everyone else by password
                 hba.write(f"local all all trust\nhost all {DBA} 127.0.0.1/32 trust\n"
                           "host all all 127.0.0.1/32 scram-sha-256\nhost replication all 127.0.0.1/32 trust\n")
-        from ..bench.serving import free_port
+        from ..ports import free_port
 
         self.port = self.port or free_port()
         (self.root / "port").write_text(str(self.port))

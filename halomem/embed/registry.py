@@ -4,52 +4,16 @@ for the embedder it uses."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Callable, TypeVar
 
 from ..errors import ConfigError
 from .embedders import Embedder, HashEmbedder
+from .options import EmbedderOptions
 
 T = TypeVar("T")
 
 KINDS = ("static", "openai", "hash", "onnx", "minilm")
 DEFAULT_SPEC = "onnx"  # all-MiniLM-L6-v2 on ONNX Runtime: the local semantic default (docs/bench/embed.md)
-
-
-@dataclass(frozen=True)
-class EmbedderOptions:
-    """The OpenAI-compatible provider's knobs (and a model for static/onnx); ignored by the others."""
-
-    model: str | None = None
-    url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    dim: int | None = None
-    batch: int = 64
-    concurrency: int = 2
-    timeout_s: float = 30.0
-    retries: int = 4
-
-    @classmethod
-    def from_settings(cls, settings: Any) -> "EmbedderOptions":
-        def number(key: str, kind: type, default: Any, low: float) -> Any:
-            raw = getattr(settings, key, None)
-            if raw in (None, ""):
-                return default
-            try:
-                value = kind(raw)
-            except (TypeError, ValueError):
-                raise ConfigError(f"{key} must be a number, got {raw!r}") from None
-            if value < low:
-                raise ConfigError(f"{key} must be at least {low}, got {raw!r}")
-            return value
-
-        return cls(model=getattr(settings, "embedder_model", None) or None,
-                   url=getattr(settings, "embedder_url", None) or None,
-                   api_key_env=getattr(settings, "embedder_api_key_env", None) or cls.api_key_env,
-                   dim=number("embedder_dim", int, cls.dim, 1), batch=number("embedder_batch", int, cls.batch, 1),
-                   concurrency=number("embedder_concurrency", int, cls.concurrency, 1),
-                   timeout_s=number("embedder_timeout_s", float, cls.timeout_s, 0.1),
-                   retries=number("embedder_retries", int, cls.retries, 0))
 
 
 def split_spec(spec: str) -> tuple[str, str | None]:

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 from ..errors import ConfigError, EmbedderUnavailableError
-from .registry import EmbedderOptions
+from .options import EmbedderOptions
 
 PROBE_TEXT = "dimension probe"
 MAX_DIM = 16000  # pgvector's vector type holds at most 16,000 dimensions
