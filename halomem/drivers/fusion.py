@@ -35,8 +35,8 @@ from halomem.retrieval import gather_pool, subject_scores, with_neighbour_contex
 from halomem.types import Capabilities, RetrieverQuery, ScoredRef, estimate_tokens, fit_budget, rank_key
 
 VECTOR_K = 200
-LEXICAL_WEIGHT = 0.7
-COSINE_WEIGHT = 0.3
+LEXICAL_WEIGHT = 0.75
+COSINE_WEIGHT = 0.25
 BM25_K1 = 1.5
 BM25_B = 0.3
 SOURCE_CONTEXT_WEIGHT = 0.5
