@@ -17,7 +17,7 @@ def test_remember_search_history_json(cli):
                           "the kiln temperature is 1200 C").stdout)
     newer = json.loads(cli("supersede", "--ns", "acme/eng", "--json", made["id"], "the kiln runs at 1250 C").stdout)
     found = json.loads(cli("search", "--ns", "acme/eng", "--json", "kiln temperature").stdout)
-    assert [h["ref"] for h in found["hits"]] == [newer["id"]] and found["driver"] == "baseline"
+    assert [h["ref"] for h in found["hits"]] == [newer["id"]] and found["driver"] == "fusion"
     assert found["hits"][0]["source"] == "wiki" and found["tokens"] == found["hits"][0]["token_estimate"]
     chain = json.loads(cli("history", "--ns", "acme/eng", "--json", newer["id"]).stdout)
     assert [r["id"] for r in chain] == [made["id"], newer["id"]]

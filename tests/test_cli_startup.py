@@ -52,7 +52,7 @@ def _imports_after(args: list[str], env: dict[str, str], names: tuple[str, ...])
 
 def test_a_local_search_imports_only_what_it_runs(kernel, cli_env):
     kernel.remember("acme", "the cafeteria opens at eight")
-    unused = ("numpy", "halomem.sandbox.isolated", "halomem.sandbox.cartridge", "halomem.drivers.fusion",
+    unused = ("numpy", "halomem.sandbox.isolated", "halomem.sandbox.cartridge", "halomem.drivers.baseline",
               "halomem.drivers.graph", "halomem.cli.bench_cmds", "halomem.cli.token_cmds", "halomem.server",
               "httpx2", "rich")
     code, loaded = _imports_after(["search", "--ns", "acme", "--json", "cafeteria"], cli_env, unused)

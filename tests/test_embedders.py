@@ -56,7 +56,7 @@ def test_local_embedders_keep_the_contract(spec: str) -> None:
 
 def test_the_default_embedder_understands_paraphrases() -> None:
     embedder = get_embedder()
-    assert embedder.name == "static:minilm-l6-v2-static" and embedder.dim == 256
+    assert embedder.name == "onnx:minilm-l6-v2" and embedder.dim == 384
     memory, paraphrase, unrelated = embedder.embed(["The build server runs nightly at two in the morning.",
                                                     "when do we compile the software?",
                                                     "Maria's favourite fruit is the mango."])
@@ -212,11 +212,11 @@ def test_a_store_keeps_its_embedder_and_refuses_another(cli_env: dict, tmp_path:
         assert found.returncode == 0, found.stderr
         assert "build server" in json.loads(found.stdout)["hits"][0]["content"]
         info = run("init", "--json")
-        assert json.loads(info.stdout)["embedder"] == "static:minilm-l6-v2-static"
+        assert json.loads(info.stdout)["embedder"] == "onnx:minilm-l6-v2"  # the default, named by init
         refused = run("search", "--ns", "acme", "q", HALOMEM_EMBEDDER="hash")
         assert refused.returncode == 8
         [line] = refused.stderr.strip().splitlines()
-        assert "static:minilm-l6-v2-static/256-d" in line and "hash/256-d" in line and "reembed" in line
+        assert "onnx:minilm-l6-v2/384-d" in line and "hash/256-d" in line and "reembed" in line
         assert run("search", "--ns", "acme", "q").returncode == 0  # unset again: the store's own
     finally:
         run("db", "stop")

@@ -26,7 +26,7 @@ def test_metrics_readyz_and_access_log(kernel, api_server):
         assert httpx2.get(server.url + "/metrics", headers=bearer("wrong")).status_code == 401
         page = httpx2.get(server.url + "/metrics", headers=bearer(METRICS_TOKEN)).text
         assert 'halomem_requests_total{route="POST /v1/search",status="200",tenant="acme"} 1.0' in page
-        assert 'halomem_search_seconds_count{driver="baseline"} 1.0' in page
+        assert 'halomem_search_seconds_count{driver="fusion"} 1.0' in page
         assert 'halomem_refusals_total{kind="unauthenticated"}' in page
         assert "halomem_db_pool_connections_in_use" in page
         tenants = {line.split('tenant="')[1].split('"')[0] for line in page.splitlines()

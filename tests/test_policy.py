@@ -42,7 +42,7 @@ def test_nearest_ancestor_policy_wins(kernel):
     assert kernel.effective_policy("acme/eng/infra").retriever == "graph"
     assert kernel.effective_policy("acme/eng/infra").namespace == "acme/eng"
     assert kernel.effective_policy("acme/sales").retriever == "keyword"
-    assert kernel.effective_policy("globex").retriever == "baseline"
+    assert kernel.effective_policy("globex").retriever == "fusion"  # the default policy
     kernel.clear_policy("acme/eng")
     assert kernel.effective_policy("acme/eng/infra").retriever == "keyword"
 
