@@ -18,7 +18,6 @@ matches, the ranking is exact.
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -29,6 +28,7 @@ from sqlalchemy.engine import Connection
 
 from ..db.migrations import TERM_DIMS
 from ..db.schema import TEXT_SEARCH_CONFIG, lexicon, memories
+from ..retrieval.bm25 import idf as okapi_idf
 from ..types import Candidate, CorpusStats, Namespace
 from .acl import Scope, visible
 
@@ -60,7 +60,7 @@ class Statistics:
         return self.total_length / self.documents if self.documents else 0.0
 
     def idf(self, docs: int) -> float:
-        return math.log(1.0 + (self.documents - docs + 0.5) / (docs + 0.5))
+        return okapi_idf(self.documents, docs)
 
 
 def tsquery_literal(lexemes: Sequence[str], operator: str) -> str:
@@ -207,7 +207,7 @@ def term_share(conn: Connection, scope: Scope, text: str, table: sa.Table) -> sa
         return sa.literal(0.0, sa.Float)
     n, docs, _ = _holding(conn, table, scope, lexemes)
     tsv = table.c.content_tsv
-    weights = [(lx, math.log(1.0 + (n - d + 0.5) / (d + 0.5))) for lx, d in zip(lexemes, docs) if d > 0]
+    weights = [(lx, okapi_idf(n, d)) for lx, d in zip(lexemes, docs) if d > 0]
     total = sum(w for _, w in weights)
     if total <= 0:
         return sa.literal(0.0, sa.Float)

@@ -8,6 +8,11 @@ from typing import Mapping
 from ..embed.tokenize import STOPWORDS, stem, terms
 
 
+def idf(documents: int, frequency: int) -> float:
+    """Okapi's IDF: the host's BM25 (index.lexical), this pool BM25 and fusion's query mass share it."""
+    return math.log(1.0 + (documents - frequency + 0.5) / (frequency + 0.5))
+
+
 def analyze(text: str) -> list[str]:
     return [stem(t) for t in terms(text) if t not in STOPWORDS]
 
@@ -31,7 +36,6 @@ def bm25_scores(query: str, docs: Mapping[str, str], k1: float = 1.2, b: float =
         dl = len(toks)
         s = 0.0
         for term, f in tf.items():
-            idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
-            s += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl))
+            s += idf(n, df[term]) * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl))
         scores[ref] = s
     return scores

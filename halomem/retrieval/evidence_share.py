@@ -12,16 +12,10 @@ text). A weak partial match then stays weak, and a strong one strong, on every c
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping
 
 from ..embed.tokenize import STOPWORDS, terms
-from .bm25 import analyze
-
-
-def idf(documents: int, frequency: int) -> float:
-    """Okapi's IDF, as the host's BM25 and bm25_scores compute it."""
-    return math.log(1.0 + (documents - frequency + 0.5) / (frequency + 0.5))
+from .bm25 import analyze, idf
 
 
 def query_mass(view: Any, query: str, pool_content: Mapping[str, str], host_scored: bool) -> float:
