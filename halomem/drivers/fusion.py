@@ -31,6 +31,7 @@ from __future__ import annotations
 from halomem.retrieval.concepts import with_concepts
 from halomem.retrieval.evidence import evidenced, only, similarity_floor
 from halomem.retrieval.evidence_share import cosine_above_floor, lexical_share, query_mass
+from halomem.retrieval.merge import weighted_sum
 from halomem.retrieval import gather_pool, subject_scores, with_neighbour_context, with_source_context
 from halomem.types import Capabilities, RetrieverQuery, ScoredRef, estimate_tokens, fit_budget, rank_key
 
@@ -57,15 +58,12 @@ class FusionDriver:
         lexical = pool.lexical_scores(q.query, k1=BM25_K1, b=BM25_B)
         floor = similarity_floor(q.view)
         share = lexical_share(lexical, query_mass(q.view, q.query, pool.content, pool.bm25 is not None))
-        merged: dict[str, float] = {}
-        for lane, weight in ((share, LEXICAL_WEIGHT), (cosine_above_floor(pool.cosine, floor), COSINE_WEIGHT)):
-            for ref, s in lane.items():
-                merged[ref] = merged.get(ref, 0.0) + weight * s
+        lanes = [(share, LEXICAL_WEIGHT), (cosine_above_floor(pool.cosine, floor), COSINE_WEIGHT)]
         subject = subject_scores(q.view, q.query, pool.content)
         if 0 < sum(subject.values()) < len(subject):  # a lane that sets some memories apart
-            for ref, s in subject.items():
-                merged[ref] = merged.get(ref, 0.0) + SUBJECT_WEIGHT * s
-            merged = {ref: s / (1.0 + SUBJECT_WEIGHT) for ref, s in merged.items()}  # kept in 0..1
+            lanes.append((subject, SUBJECT_WEIGHT))
+        total = sum(weight for _, weight in lanes)
+        merged = {ref: s / total for ref, s in weighted_sum(lanes).items()}  # kept in 0..1
         beside = with_neighbour_context(merged, pool.source, pool.position, NEIGHBOUR_CONTEXT_WEIGHT)
         final = with_source_context(beside, pool.source, SOURCE_CONTEXT_WEIGHT)
         final = only(final, evidenced(pool.cosine, lexical, floor))  # matched nothing: never fills k
