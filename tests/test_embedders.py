@@ -381,30 +381,31 @@ def test_a_server_whose_embedding_service_fails_answers_503(cli_env: dict, tmp_p
 
 # --- an embedding service is untrusted input ------------------------------------------------------------
 
-@pytest.mark.parametrize("mode", [m for m in FaultyEmbeddings.MALFORMED if not m.startswith("echo")])
-def test_a_malformed_answer_is_embedder_unavailable_and_never_reaches_sql(mode: str, monkeypatch) -> None:  # noqa: ANN001
-    monkeypatch.setenv("TEAM_EMBED_KEY", "sk-leak-canary-123")
-    with FaultyEmbeddings() as server:
+def _one_bad_answer(mode: str, key: str, error: type) -> str:
+    """The message of the ``error`` one ``mode`` answer raises (the key in the environment); the
+    next, good answer is taken."""
+    with pytest.MonkeyPatch.context() as patch, FaultyEmbeddings() as server:
+        patch.setenv("TEAM_EMBED_KEY", key)
         embedder = _remote(server, dim=256, retries=0, api_key_env="TEAM_EMBED_KEY")
         server.script = [mode]
-        with pytest.raises(EmbedderUnavailableError) as caught:
+        with pytest.raises(error) as caught:
             embedder.embed(["the build server runs nightly"])
-        message = str(caught.value)
-        assert "\n" not in message and "sk-leak-canary-123" not in message
-        assert "nothing was stored" in message or "not a list of embeddings" in message
-        assert embedder.embed(["fine again"])[0]  # the next good answer is taken
+        assert embedder.embed(["fine again"])[0]
+        return str(caught.value)
+
+
+@pytest.mark.parametrize("mode", [m for m in FaultyEmbeddings.MALFORMED if not m.startswith("echo")])
+def test_a_malformed_answer_is_embedder_unavailable_and_never_reaches_sql(mode: str) -> None:
+    message = _one_bad_answer(mode, "sk-leak-canary-123", EmbedderUnavailableError)
+    assert "\n" not in message and "sk-leak-canary-123" not in message
+    assert "nothing was stored" in message or "not a list of embeddings" in message
 
 
 @pytest.mark.parametrize("mode", ["echo401", "echo400"])
-def test_an_error_body_echoing_the_key_is_never_copied(mode: str, monkeypatch) -> None:  # noqa: ANN001
-    monkeypatch.setenv("TEAM_EMBED_KEY", "sk-leak-canary-456")
-    with FaultyEmbeddings() as server:
-        embedder = _remote(server, dim=256, retries=0, api_key_env="TEAM_EMBED_KEY")
-        server.script = [mode]
-        with pytest.raises(ConfigError) as caught:
-            embedder.embed(["hello"])
-        assert f"HTTP {mode[4:]}" in str(caught.value)
-        assert "sk-leak-canary-456" not in str(caught.value) and "bad request" not in str(caught.value)
+def test_an_error_body_echoing_the_key_is_never_copied(mode: str) -> None:
+    message = _one_bad_answer(mode, "sk-leak-canary-456", ConfigError)
+    assert f"HTTP {mode[4:]}" in message
+    assert "sk-leak-canary-456" not in message and "bad request" not in message
 
 
 def test_malformed_answers_through_the_server_and_the_cli(cli_env: dict, tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ import hashlib
 import math
 from typing import Protocol, Sequence
 
+from .calibrate import TRANSFORMER_PERCENTILE
 from .tokenize import STOPWORDS, stem, terms
 
 
@@ -55,7 +56,7 @@ class MiniLMEmbedder:
 
     kind = "minilm"
     passage_chars = 1000  # ~230 word pieces of its 256
-    noise_percentile = 0.95  # as the onnx embedder's: the same model
+    noise_percentile = TRANSFORMER_PERCENTILE  # as the onnx embedder's: the same model
     model = "all-MiniLM-L6-v2"
     name = "minilm"
     dim = 384

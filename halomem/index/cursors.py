@@ -7,6 +7,7 @@ import binascii
 from datetime import datetime
 
 from ..errors import InvalidInputError
+from ..limits import MAX_ID_CHARS
 
 MAX_CURSOR = 200
 
@@ -26,6 +27,6 @@ def decode(cursor: object) -> tuple[datetime, str]:
         valid_from = datetime.fromisoformat(when)
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise InvalidInputError("cursor must be the next_cursor of an earlier page") from None
-    if not memory_id or valid_from.tzinfo is None or not memory_id.isprintable() or len(memory_id) > 100:
+    if not memory_id or valid_from.tzinfo is None or not memory_id.isprintable() or len(memory_id) > MAX_ID_CHARS:
         raise InvalidInputError("cursor must be the next_cursor of an earlier page")
     return valid_from, memory_id
