@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 from urllib.parse import quote, urlencode, urlsplit
 
 from .errors import AuthenticationError, HalomemError, ServiceUnreachableError, error_for_problem
-from .results import ConceptStored, EntityAdded, Erased, Hit, IngestReport, MemoryRow, NewMemory, SearchResult
+from .results import ConceptStored, EntityAdded, Erased, Hit, IngestReport, MemoryRow, NewMemory, SearchResult, WhoSaw
 
 if TYPE_CHECKING:
     import httpx2
@@ -286,3 +286,6 @@ class Client:
         if action:
             params["action"] = action
         return self._call("GET", "/v1/audit", params=params)["rows"]
+
+    def who_saw(self, memory_id: str) -> WhoSaw:
+        return WhoSaw.from_dict(self._call("GET", "/v1/audit/who-saw", params={"memory_id": memory_id}))

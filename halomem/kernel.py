@@ -324,6 +324,20 @@ class Kernel:
         with self.engine.connect() as conn:
             return audit.tail(conn, n, action, str(subtree) if subtree is not None else None)
 
+    def who_saw(self, memory_id: str, subtree: str | Namespace | None = None):  # noqa: ANN201 - results.WhoSaw
+        """Every search that was returned a version of ``memory_id`` (made in ``subtree`` and below)."""
+        from .audit.seen import who_saw
+
+        with self.engine.connect() as conn:
+            return who_saw(conn, memory_id, str(subtree) if subtree is not None else None)
+
+    def prune_queries(self, retention_days: float) -> int:
+        """Search query texts past their retention (audit.seen); the chain keeps their digests."""
+        from .audit.seen import prune
+
+        with self.engine.begin() as conn:
+            return prune(conn, retention_days)
+
     def audit_verify(self, expected: Sequence[Head] = ()) -> audit.VerifyResult:
         """Recompute the hash chain; the heads recorded outside the database (and ``expected``) must
         still be in it, so deleting the newest rows or rewriting the chain is caught. Records the

@@ -19,7 +19,8 @@ from .errors import DriverError, HalomemError, NotFoundError, PermissionDeniedEr
 from .kernel import Kernel
 from .limits import MAX_REASON_CHARS, check_id, check_text, namespace
 from .policy import Policy
-from .results import ConceptStored, EntityAdded, Erased, IngestReport, MemoryRow, NewMemory, Page, SearchResult
+from .results import (ConceptStored, EntityAdded, Erased, IngestReport, MemoryRow, NewMemory, Page, SearchResult,
+                      WhoSaw)
 from .types import Namespace, ScoredRef
 from .embed import Embedder
 from .write.reembed import Reembedded
@@ -175,6 +176,12 @@ class Operations:
         return self._run("audit", ADMIN, lambda ns, rid: self.kernel.audit_tail(n, action, subtree=ns),
                          kernel_audits=False)
 
+    def who_saw(self, memory_id: str) -> WhoSaw:
+        """Requests made in the caller's namespace and below that were returned a version of the
+        memory; the same empty answer for a memory that does not exist and one never returned here."""
+        return self._run("audit", ADMIN, lambda ns, rid: self.kernel.who_saw(check_id(memory_id), subtree=ns),
+                         kernel_audits=False)
+
     def create_token(self, target: Namespace | None, name: str, scopes: Sequence[str] | str,
                      expires_in: timedelta | None = None) -> IssuedToken:
         return self._run("token", ADMIN, lambda ns, rid: PrincipalStore(self.kernel.engine).create(
@@ -254,6 +261,14 @@ class StoreOperations:
 
     def audit_tail(self, n: int = 20, action: str | None = None) -> list[audit.AuditRow]:
         return self._run("audit", lambda rid: self.kernel.audit_tail(n, action), lambda rows: f"rows={len(rows)}")
+
+    def who_saw(self, memory_id: str) -> WhoSaw:
+        return self._run("audit", lambda rid: self.kernel.who_saw(check_id(memory_id)),
+                         lambda found: f"who-saw id={found.memory_id} sightings={len(found.sightings)}")
+
+    def prune_queries(self, retention_days: float) -> int:
+        return self._run("audit", lambda rid: self.kernel.prune_queries(retention_days),
+                         lambda removed: f"prune-queries removed={removed} older_than_days={retention_days:g}")
 
     def audit_verify(self, expected: Sequence[Any] = ()) -> audit.VerifyResult:
         """Verify before the row for this request is written, so the head it records is the chain's."""

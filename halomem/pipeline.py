@@ -1,7 +1,8 @@
 """The one request pipeline: what every request goes through, whichever transport carried it.
 
-    request id -> authenticate -> rate limit -> authorize (auth.rights, in halomem.ops) ->
-    the operation -> exactly the documented audit rows -> one serializer -> one error mapping
+    request id -> authenticate -> rate limit -> fair share (halomem.admission) ->
+    authorize (auth.rights, in halomem.ops) -> the operation -> exactly the documented audit rows ->
+    one serializer -> one error mapping
 
 A transport is an adapter around this: the HTTP edge (server.edge) for REST and MCP over HTTP,
 the MCP message middleware (server.mcp_tools) for MCP over stdio, and the CLI's local trust
@@ -26,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import audit
+from .admission import Admission, Shares
 from .auth.rights import Caller
 from .auth.store import PrincipalStore
 from .db.replicas import Consistency
@@ -49,6 +51,15 @@ class Request(audit.Trace):
     caller: Caller | None = None
     outcome: HalomemError | None = None  # why it was refused, when it was
     consistency: Consistency = field(default_factory=Consistency)  # read-your-writes (db.replicas)
+    units: int = 0  # its weight in its caller's fair share while in flight (halomem.admission)
+
+    @property
+    def transport(self) -> str:
+        if self.client == "stdio":
+            return "mcp-stdio"
+        if self.client == "library":
+            return "library"
+        return "mcp-http" if self.route.startswith("mcp") else "rest"
 
 
 class RefusalLedger:
@@ -89,12 +100,13 @@ class Pipeline:
     """Authentication, rate limits and the audit accounting of every request, for one kernel."""
 
     def __init__(self, kernel, *, rate: float = DEFAULT_RATE, burst: int = DEFAULT_BURST,  # noqa: ANN001
-                 refusal_window: float = DEFAULT_REFUSAL_WINDOW) -> None:
+                 refusal_window: float = DEFAULT_REFUSAL_WINDOW, shares: Shares = Shares()) -> None:
         self.kernel = kernel
         self.principals = PrincipalStore(kernel.engine)
         self.per_principal = RateLimiter(rate, burst)
         self.per_client = RateLimiter(rate, burst, per="client address")  # charged by failed authentications only
         self.ledger = RefusalLedger(refusal_window)
+        self.admission = Admission(shares)
         self.last_write: dict[str, int] = {}  # principal -> WAL position of its last write (this process)
         self._writes_lock = threading.Lock()
 
@@ -118,6 +130,21 @@ class Pipeline:
         if remembered and remembered > (request.consistency.after or 0):
             request.consistency.after = remembered
         return request.caller
+
+    async def admit(self, request: Request, body_bytes: int, sleep) -> None:  # noqa: ANN001 - anyio.sleep
+        """Take the request's units of its principal's and organisation's shares (waiting briefly,
+        without a thread, for its turn) or refuse it with 429; ``release`` gives them back."""
+        caller = request.caller
+        if caller is None:
+            return
+        units = self.admission.cost(body_bytes)
+        await self.admission.admit(caller.principal_id, caller.namespace.path, units, sleep)
+        request.units = units
+
+    def release(self, request: Request) -> None:
+        if request.units and request.caller is not None:
+            self.admission.release(request.caller.principal_id, request.caller.namespace.path, request.units)
+            request.units = 0
 
     def for_token(self, token: object, route: str = "library"):  # noqa: ANN201 - halomem.ops.Operations
         """A library caller's operations as the principal of ``token`` (authenticated and rate-limited

@@ -182,6 +182,24 @@ class AuditJSON(TypedDict):
     rows: list[AuditRowJSON]
 
 
+class SightingJSON(TypedDict):
+    seq: int
+    at: str
+    principal: Optional[str]
+    namespace: str
+    request_id: str
+    transport: str
+    memory_id: str
+    rank: int
+    score: float
+
+
+class WhoSawJSON(TypedDict):
+    memory_id: str
+    versions: list[str]
+    sightings: list[SightingJSON]
+
+
 class TokenJSON(TypedDict):
     id: str
     name: str
@@ -360,3 +378,35 @@ class ConceptStored:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ConceptStored":
         return cls(data["path"], data["namespace"], data.get("request_id"))
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """One request that was returned a version of a memory (audit.seen): when, who, how, at which rank."""
+
+    seq: int
+    at: str
+    principal: str | None
+    namespace: str
+    request_id: str
+    transport: str
+    memory_id: str
+    rank: int
+    score: float
+
+
+@dataclass(frozen=True)
+class WhoSaw:
+    """`audit who-saw`: every request that was returned a version of ``memory_id``'s chain."""
+
+    memory_id: str
+    versions: list[str]
+    sightings: list[Sighting]
+
+    def to_dict(self) -> WhoSawJSON:
+        return {"memory_id": self.memory_id, "versions": list(self.versions),
+                "sightings": [asdict(s) for s in self.sightings]}  # type: ignore[typeddict-item]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "WhoSaw":
+        return cls(data["memory_id"], list(data["versions"]), [Sighting(**s) for s in data["sightings"]])

@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 import sqlalchemy as sa
 
 from . import audit
+from .audit import seen as seen_log
 from .drivers import DriverRegistry, DriverUnavailableError
 from .drivers.view import KernelScopedView, admitted_refs, build_scoped_view, embed_query
 from .embed import Embedder
@@ -89,9 +90,12 @@ class Searcher:
         with self.engine.connect() as conn:
             requested = driver or choose_driver(effective_policy(conn, ns), query)
         chosen, unmounted = self.registry.resolve(requested)
+        used: dict[str, str] = {}
+
         def read(index: MemoryIndex) -> tuple[Planned, SearchResult]:
             with index.reader() as reader:
                 embedder = self.embedders.follow(reader.store_embedder())
+                used["embedder"] = embedder.name
                 planned = self._plan(reader, scope, embedder, chosen, query, k, token_budget)
                 return planned, self._materialize(reader, scope, query, planned, requested, request_id)
 
@@ -115,7 +119,8 @@ class Searcher:
             detail += " driver_warnings=" + json.dumps("; ".join(result.warnings)[:500])
         if self.router.enabled:
             detail += f" db={database}"
-        self._audit(ns, "search", detail, request_id)
+        self._audit_search(ns, detail, request_id, result, query, k, token_budget, used.get("embedder", "-"),
+                           requested)
         for observe in self.observers:
             observe(result.driver, result.elapsed_ms / 1000, requested if result.fallback else None, database)
         return result
@@ -184,6 +189,20 @@ class Searcher:
             log.warning("driver %r returned %d ref(s) its view did not admit; dropped", served, result.dropped)
         return result
 
+
+    def _audit_search(self, ns: Namespace, detail: str, request_id: str, result: SearchResult, query: str, k: int,
+                      budget: int, embedder: str, requested: str) -> None:
+        """The search's row names what it returned and how (audit.seen), with its query's salted
+        digest; the refs and the query text go beside it in the same transaction."""
+        trace = audit.current_trace()
+        returned = [seen_log.Seen(h.rank, h.tier, h.ref, h.id, h.score) for h in result.hits]
+        salt = seen_log.new_salt()
+        detail += (f" requested={requested} k={k} budget={budget} embedder={embedder}"
+                   f" via={trace.transport if trace else 'local'} query={seen_log.query_digest(salt, query)}"
+                   f" refs={seen_log.refs_field(returned)}")
+        with self.engine.begin() as conn:
+            seq = audit.append(conn, ns.path, "search", detail, request_id)
+            seen_log.record(conn, seq, returned, salt, query)
 
     def _audit(self, ns: Namespace, action: str, detail: str, request_id: str) -> None:
         with self.engine.begin() as conn:

@@ -351,3 +351,49 @@ def test_a_successor_keeps_its_source_whichever_path_wrote_it(kernel, tmp_path):
     by_supersede = kernel.history("acme/eng", kernel.supersede("acme/eng", made.id, "On-call hands over on Tuesdays").id)
     assert [r.source for r in by_ingest] == ["runbook", "runbook"]
     assert [r.source for r in by_supersede] == ["wiki", "wiki"]
+
+
+def test_serve_stops_on_sigterm_even_while_a_long_batch_runs(cli_env):
+    """A write still running after the drain does not hold the process: it rolls back (all or
+    nothing), the head is recorded, the embedded server stops, the trail verifies."""
+    from halomem.limits import MAX_BATCH, MAX_CONTENT_CHARS
+
+    home = Path(tempfile.mkdtemp(prefix="halomem-sig-", dir="/tmp"))
+    env = {**cli_env, "HALOMEM_HOME": str(home), "HALOMEM_EMBEDDER": "hash"}
+    env.pop("HALOMEM_DATABASE_URL", None)
+    server = start_server(env, "--rate-limit", "0", "--audit-heads-every", "0", "--drain-seconds", "0",
+                          timeout=120)
+    made = subprocess.run([sys.executable, "-m", "halomem.cli.main", "token", "create", "--ns", "acme/eng",
+                           "--name", "w", "--scope", "read,write"], env=env, capture_output=True, text=True, timeout=120)
+    token = made.stdout.strip()
+    words = " ".join(f"word{i}" for i in range(MAX_CONTENT_CHARS // 8))[:MAX_CONTENT_CHARS]
+    batch = {"memories": [{"content": f"{i} {words}"[:MAX_CONTENT_CHARS]} for i in range(MAX_BATCH)]}
+    answered: list[int] = []
+
+    def send() -> None:
+        try:
+            answered.append(httpx2.post(server.url + "/v1/memories:batch", json=batch, headers=bearer(token),
+                                        timeout=300).status_code)
+        except httpx2.HTTPError:
+            answered.append(0)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    time.sleep(1.0)  # the batch is being read, validated or embedded
+    stopped_at = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(timeout=60) in (0, 143)
+    assert time.monotonic() - stopped_at < 30
+    sender.join(timeout=60)
+    assert "Traceback" not in server.log() and (home / "audit-heads.log").read_text().strip()
+    deadline = time.monotonic() + 30
+    while _postmaster_running(home) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _postmaster_running(home)
+    counted = subprocess.run([sys.executable, "-m", "halomem.cli.main", "recent", "--ns", "acme/eng", "--json",
+                              "--limit", "200"], env=env, capture_output=True, text=True, timeout=120)
+    stored = len(json.loads(counted.stdout)["memories"]) if counted.returncode == 0 else -1
+    assert stored == (MAX_BATCH if answered == [201] else 0), (answered, stored)  # all or nothing
+    verified = subprocess.run([sys.executable, "-m", "halomem.cli.main", "audit", "verify"], env=env,
+                              capture_output=True, text=True, timeout=120)
+    assert verified.returncode == 0, verified.stderr

@@ -53,6 +53,11 @@ class Trace:
     request_id: str
     rows: int = 0
 
+    @property
+    def transport(self) -> str:
+        """What carried the request (search rows name it: ``via=``); the pipeline's requests know."""
+        return "local"
+
 
 _TRACE: ContextVar[Trace | None] = ContextVar("halomem_audit_trace", default=None)
 
@@ -66,6 +71,11 @@ def tracing(trace: Trace) -> Iterator[Trace]:
         yield trace
     finally:
         _TRACE.reset(token)
+
+
+def current_trace() -> Trace | None:
+    """The request being traced in this context, if any."""
+    return _TRACE.get()
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""audit tail | verify."""
+"""audit tail | verify | who-saw | prune-queries."""
 from __future__ import annotations
 
 import dataclasses
@@ -58,3 +58,39 @@ def verify(expect_head: Optional[str] = typer.Option(None, "--expect-head", help
         out.print(f"audit chain ok: {result.rows} rows verified{shown}")
     if not result.ok:
         raise IntegrityError(f"audit chain broken at row {result.first_bad_seq}: {result.reason}")
+
+
+@app.command("who-saw")
+def who_saw(memory_id: str = typer.Argument(..., help="The memory asked about (any version of its chain)."),
+            as_json: bool = JsonOption) -> None:
+    """Every search that was returned this memory or another version of its chain: time, principal,
+    transport, request id, namespace, rank (remote mode: requests of the token's namespace and below;
+    needs admin)."""
+    from ..results import WhoSaw
+
+    if remote():
+        from .common import data
+
+        found = data(None).who_saw(memory_id)
+    else:
+        found = store("audit who-saw").who_saw(memory_id)
+    if as_json:
+        emit_json(found.to_dict() if isinstance(found, WhoSaw) else found)
+        return
+    if not found.sightings:
+        out.print(f"no search returned {memory_id} or another version of its chain", markup=False)
+    for s in found.sightings:
+        out.print(f"{s.at[:19].replace('T', ' ')}  {s.namespace}  {s.principal or 'operator'}  {s.transport}  "
+                  f"request {s.request_id}  rank {s.rank}  {s.memory_id}", markup=False)
+
+
+@app.command("prune-queries")
+def prune_queries(older_than: float = typer.Option(30.0, "--older-than", min=0.0, help="Days to keep search "
+                                                   "query texts (their digests stay in the chain)."),
+                  as_json: bool = JsonOption) -> None:
+    """Remove search query texts past the retention period (`halomem serve` does it hourly, see --query-retention)."""
+    removed = store("audit prune-queries").prune_queries(older_than)
+    if as_json:
+        emit_json({"removed": removed, "older_than_days": older_than})
+    else:
+        out.print(f"removed {removed} search query texts older than {older_than:g} days", markup=False)

@@ -110,9 +110,23 @@ def serve(memories: int = typer.Option(100_000, help="Corpus size."),
           requests: int = typer.Option(400, help="Searches per leg."),
           replica: bool = typer.Option(False, "--replica", help="Instead: primary only vs primary + one streaming "
                                        "replica (PostgreSQL 16 from the wheel), at 1 and 16 clients by default."),
+          noisy: bool = typer.Option(False, "--noisy", help="Instead: one organisation's search p50/p95 idle, "
+                                     "while another's principal floods (REST + MCP threads), and while it sends "
+                                     "maximal batches (the store's default embedder; 10,000 memories by default)."),
+          flood_threads: int = typer.Option(6, "--flood-threads", min=1, help="--noisy: the flooding threads."),
+          serve_option: List[str] = typer.Option([], "--serve-option", help="--noisy: an option for the `halomem "
+                                                 "serve` it starts (repeatable), e.g. --serve-option=--in-flight=0."),
           out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
     """Search over HTTP vs in-process Kernel.search at 1/4/16 clients; remote vs local CLI. With
-    --replica: the same over one primary and over a primary with a read replica."""
+    --replica: the same over one primary and over a primary with a read replica. With --noisy: is
+    one caller slowed by another's flood?"""
+    if noisy:
+        from ..bench.noisy import run_noisy
+
+        size = memories if memories != 100_000 else 10_000
+        _finish(run_noisy(size, requests if requests != 400 else 200, flood_threads, out_dir, _say,
+                          tuple(serve_option)), as_json)
+        return
     if replica:
         from ..bench.replica import run_replica
 

@@ -254,6 +254,16 @@ def _v8_passages(conn: Connection, dim: int) -> None:
     grant_reader(conn)  # passages, and halomem_meta (searches read the store's embedder)
 
 
+def _v9_search_seen(conn: Connection, dim: int) -> None:
+    """What each search returned and its query text (audit.seen): who-saw, replay, feedback."""
+    from .schema import search_queries, search_seen
+
+    search_seen.create(conn, checkfirst=True)
+    search_queries.create(conn, checkfirst=True)
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS search_seen_memory_idx ON search_seen (memory_id)")
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS search_queries_at_idx ON search_queries (at)")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (1, "initial schema", _v1_initial),
     (2, "select-only reader role", _v2_reader_role),
@@ -263,6 +273,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (6, "source positions", _v6_source_positions),
     (7, "token lineage", _v7_token_lineage),
     (8, "passage vectors", _v8_passages),
+    (9, "what searches returned", _v9_search_seen),
 ]
 LATEST = MIGRATIONS[-1][0]
 

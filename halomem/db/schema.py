@@ -133,6 +133,28 @@ policies = sa.Table(
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
 )
 
+# What each search returned (halomem.audit.seen), one row per returned ref, beside its audit row:
+# derived from the chain row's refs (which the hash covers), indexed for `audit who-saw`. No content.
+search_seen = sa.Table(
+    "search_seen", metadata,
+    sa.Column("seq", sa.BigInteger, sa.ForeignKey("audit_log.seq", ondelete="CASCADE"), primary_key=True),
+    sa.Column("rank", sa.Integer, primary_key=True),
+    sa.Column("tier", sa.Text, nullable=False),
+    sa.Column("ref", sa.Text, nullable=False),  # a memory id (L2) or a concept path (L3)
+    sa.Column("memory_id", sa.Text, nullable=True),  # the memory (L2), or the concept's materialized copy
+    sa.Column("score", sa.Float, nullable=False),
+)
+
+# Search query texts: user data, so outside the hash chain (its row holds a salted digest) and
+# erasable: retention prunes them, and erasing a memory forgets the queries that were returned it.
+search_queries = sa.Table(
+    "search_queries", metadata,
+    sa.Column("seq", sa.BigInteger, sa.ForeignKey("audit_log.seq", ondelete="CASCADE"), primary_key=True),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("salt", sa.Text, nullable=False),
+    sa.Column("query", sa.Text, nullable=False),
+)
+
 
 NAMESPACE_INDEX_COMMENT = "halomem namespace index: "
 

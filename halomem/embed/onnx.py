@@ -25,13 +25,15 @@ SHIPPED = "minilm-l6-v2"
 WINDOW_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length
 BATCH_TOKENS = 4096  # rows x padded length per run: large enough to keep both cores busy, small enough for cache
 MAX_BATCH = 64
+THREADS_VARIABLE = "HALOMEM_EMBED_THREADS"
 
 
 def _session(model: Path | bytes, threads: int | None):  # noqa: ANN202
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    options.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
+    # HALOMEM_EMBED_THREADS: `halomem serve` leaves a core to other callers while one embeds a batch
+    options.intra_op_num_threads = threads or int(os.environ.get(THREADS_VARIABLE) or 0) or min(4, os.cpu_count() or 1)
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # warnings about unused initializers are not the operator's business
     source = model if isinstance(model, bytes) else str(model)

@@ -47,9 +47,13 @@ class Embedded:
 
 
 def embed_memories(embedder: Any, texts: Sequence[str]) -> list[Embedded]:
-    """Each text's vector and passage vectors, in one call to the embedder (one request when remote)."""
+    """Each text's vector and passage vectors, in one call to the embedder (one request when remote);
+    bulk work at a lower CPU priority (embed.low_priority)."""
+    from .low_priority import run_bulk
+
     size = passage_chars(embedder)
     pieces = [split(t, size) for t in texts]
-    vectors = iter(embedder.embed([*texts, *(p for ps in pieces for p in ps)]))
+    every = [*texts, *(p for ps in pieces for p in ps)]
+    vectors = iter(run_bulk(lambda: embedder.embed(every), sum(len(t) for t in texts)))
     whole = [next(vectors) for _ in texts]
     return [Embedded(v, [next(vectors) for _ in ps], embedder.name) for v, ps in zip(whole, pieces)]

@@ -16,12 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..auth.store import parse_duration
 from ..errors import AuthenticationError, InvalidInputError
-from ..limits import MAX_BATCH, MAX_BUDGET, MAX_K, MAX_PAGE, namespace
+from ..limits import MAX_BATCH, MAX_BUDGET, MAX_ID_CHARS, MAX_K, MAX_PAGE, namespace
 from ..ops import Operations
 from ..pipeline import Pipeline
 from ..results import (AuditJSON, BatchJSON, ChainJSON, ConceptsJSON, ConceptStoredJSON, EntitiesJSON, EntityAddedJSON,
                        ErasedJSON, IngestJSON, IssuedTokenJSON, MaterializedJSON, MemoryJSON, NewMemoryJSON, PageJSON,
-                       PolicyJSON, SearchJSON, SupersededJSON, TokenJSON, TokensJSON, WhoamiJSON)
+                       PolicyJSON, SearchJSON, SupersededJSON, TokenJSON, TokensJSON, WhoamiJSON, WhoSawJSON)
 from .edge import current
 from .openapi import ALL_ROUTES, problems, shape
 
@@ -238,6 +238,12 @@ def build_router(pipeline: Pipeline) -> APIRouter:
         if not 1 <= n <= 10_000:
             raise InvalidInputError("n must be between 1 and 10000")
         return {"rows": jsonable(ops.audit_tail(n, action))}
+
+    @r.get("/audit/who-saw", summary="Requests made in the caller's namespace and below that were returned a"
+           " version of a memory (admin)", responses=shape(WhoSawJSON))
+    def who_saw(memory_id: str = Query(..., max_length=MAX_ID_CHARS, description="The memory asked about."),
+                ops: Operations = Ops) -> dict[str, Any]:
+        return ops.who_saw(memory_id).to_dict()
 
     @r.get("/tokens", summary="Tokens of the caller's namespace and below (admin; never secrets)",
            responses=shape(TokensJSON))

@@ -16,6 +16,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..errors import (AuthenticationError, DatabaseUnavailableError, HalomemError, InvalidInputError,
                       MethodNotAllowedError, NotFoundError, SchemaMismatchError)
+from ..admission import Shares
+from ..audit.seen import DEFAULT_RETENTION_DAYS
 from ..kernel import Kernel
 from ..pipeline import DEFAULT_REFUSAL_WINDOW, Pipeline
 from .api import build_router
@@ -157,7 +159,8 @@ def _every(seconds: float, name: str, work: Any) -> None:
 
 def serve(kernel: Kernel, *, host: str, port: int, rate: float, burst: int, max_body: int,
           access_log: bool = True, heads_every: float = 60.0,
-          refusal_window: float = DEFAULT_REFUSAL_WINDOW) -> None:
+          refusal_window: float = DEFAULT_REFUSAL_WINDOW, shares: Shares = Shares(),
+          query_retention_days: float = DEFAULT_RETENTION_DAYS, drain_seconds: float = 10.0) -> None:
     import sys
 
     import uvicorn
@@ -168,7 +171,7 @@ def serve(kernel: Kernel, *, host: str, port: int, rate: float, burst: int, max_
     log.propagate = False
     import os
 
-    pipeline = Pipeline(kernel, rate=rate, burst=burst, refusal_window=refusal_window)
+    pipeline = Pipeline(kernel, rate=rate, burst=burst, refusal_window=refusal_window, shares=shares)
     if access_log:  # one JSON line per request on stderr (server.edge): never a token, never content
         access = logging.getLogger("halomem.access")
         access.addHandler(logging.StreamHandler(sys.stderr))
@@ -179,7 +182,40 @@ def serve(kernel: Kernel, *, host: str, port: int, rate: float, burst: int, max_
     if heads_every > 0:  # the audit head outside the database while serving (audit.heads)
         _every(heads_every, "audit-heads", kernel.record_audit_head)
     _every(max(1.0, refusal_window), "refusal-summaries", pipeline.write_summaries)
-    # SIGTERM as SIGINT: uvicorn stops accepting, drains in-flight requests (at most 10 s), runs the
-    # lifespan's shutdown, then re-raises the signal, which the CLI turns into its clean exit
-    uvicorn.run(app, host=host, port=port, log_level="info" if access_log else "warning", access_log=False,
-                timeout_graceful_shutdown=10)
+    if query_retention_days > 0:  # search query texts are user data (audit.seen): kept only this long
+        kernel.prune_queries(query_retention_days)
+        _every(3600.0, "query-retention", lambda: kernel.prune_queries(query_retention_days))
+    # SIGTERM as SIGINT: uvicorn stops accepting, drains in-flight requests (at most drain_seconds),
+    # runs the lifespan's shutdown, then re-raises the signal, which the CLI turns into its clean exit
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="info" if access_log else "warning", access_log=False,
+                    timeout_graceful_shutdown=drain_seconds)
+    finally:
+        _abandon_stragglers(kernel)
+
+
+def _abandon_stragglers(kernel: Kernel) -> None:
+    """After the drain, a request still running in a worker thread (a maximal batch embeds for
+    minutes) would hold the process at exit until it ends (Python joins such threads before its
+    exit hooks). Its write has not committed, so it rolls back with the connection: run the exit
+    hooks now (the kernel's close records the audit head; an embedded server this process started
+    stops) and exit with the code the stop would have had."""
+    import atexit
+    import os
+    import sys
+    import threading
+
+    stuck = [t for t in threading.enumerate() if t is not threading.current_thread() and t.is_alive()
+             and not t.daemon]
+    if not stuck:
+        return
+    log.warning("stopping with %d request(s) still running after the drain: their writes roll back", len(stuck))
+    interrupted = sys.exc_info()[1]
+    code = 143 if type(interrupted).__name__ == "Terminated" else 130 if isinstance(interrupted, KeyboardInterrupt) \
+        else 0
+    try:
+        kernel.close()
+        atexit._run_exitfuncs()  # what a normal exit would run, after the threads it would wait for
+    finally:
+        print(f"halomem: stopped; {len(stuck)} unfinished request(s) abandoned", file=sys.stderr, flush=True)
+        os._exit(code)

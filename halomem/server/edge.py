@@ -3,7 +3,7 @@ REST and MCP over HTTP go through the same steps.
 
 Per request: mint the id (X-Request-Id, the problem body's and the audit row's), authenticate the
 bearer token (not on public routes), rate-limit, read the body within the server's limit (declared
-or streamed: 413 either way), run the app with the caller bound, and write the request's audit row
+or streamed: 413 either way), take the caller's fair share (by the body's size), run the app with the caller bound, and write the request's audit row
 before the response starts. Anything that escapes the app's own handlers becomes problem+json.
 """
 from __future__ import annotations
@@ -104,6 +104,7 @@ class Edge:
             if not public:
                 await anyio.to_thread.run_sync(self.pipeline.authenticate, request, bearer(scope))
             body = await self._read_body(scope, receive)
+            await self.pipeline.admit(request, len(body), anyio.sleep)
             caller = request.caller
             with audit.tracing(request), audit.acting_as(caller.principal_id if caller else None):
                 await self.app(scope, _replay(body, receive), send_out)
@@ -114,6 +115,8 @@ class Edge:
             request.outcome = error or HalomemError("internal error")
             response = from_error(error, request.request_id) if error else from_unexpected(exc, request.request_id)
             await response(scope, receive, send_out)
+        finally:
+            self.pipeline.release(request)
 
     def _observe(self, request: Request, status: int, error: HalomemError | None, seconds: float) -> None:
         """Metrics and the access log: ids, route, status and time; never a token or content."""

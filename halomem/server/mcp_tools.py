@@ -6,6 +6,7 @@ the tools then call halomem.ops like every other transport. Tool arguments are c
 ``namespace`` is refused before anything runs.
 """
 
+import json
 import re
 from contextvars import ContextVar
 from typing import Annotated, Any, Callable, Literal, Optional
@@ -49,7 +50,8 @@ class ThroughPipeline:
     Over HTTP the edge has already minted the id, authenticated and rate-limited the request, and
     writes its audit row when the response starts: this binds that same request to the tool call.
     Over stdio there is no edge: each JSON-RPC request becomes one pipeline request here,
-    authenticated with HALOMEM_TOKEN anew (a revocation applies at once) and audited. A refusal is
+    authenticated with HALOMEM_TOKEN anew (a revocation applies at once), given its fair share and
+    audited. A refusal is
     one readable line: an ``isError`` result for a tool call, a JSON-RPC error otherwise.
     Notifications pass untouched and are not audited.
     """
@@ -71,6 +73,7 @@ class ThroughPipeline:
         if held is None:
             try:
                 await anyio.to_thread.run_sync(self.pipeline.authenticate, request, self.stdio_token)
+                await self.pipeline.admit(request, len(json.dumps(ctx.params or {}, default=str)), anyio.sleep)
             except HalomemError as exc:
                 await anyio.to_thread.run_sync(self.pipeline.finish, request, exc)
                 return _refusal(ctx, exc)
@@ -93,6 +96,7 @@ class ThroughPipeline:
         finally:
             _CURRENT.reset(token)
             if held is None:
+                self.pipeline.release(request)
                 await anyio.to_thread.run_sync(self.pipeline.finish, request, request.outcome)
         return result
 

@@ -14,6 +14,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import Connection
 
 from .. import audit
+from ..audit.seen import forget_queries_that_returned
 from ..cold import check_concept_path
 from ..db.schema import concepts, entities, entity_aliases, memories, passages, policies
 from ..embed.passages import Embedded, embed_memories
@@ -152,6 +153,7 @@ class Writer:
             forget_mentions(conn, memory_id)
             conn.execute(sa.delete(passages).where(passages.c.memory_id == memory_id))
             forget_shadow(conn, memory_id)
+            forget_queries_that_returned(conn, [memory_id])  # a query that found it may quote it
             audit.append(conn, ns.path, "erase", f"erase ok id={memory_id} reason={json.dumps(reason[:200])}",
                          request_id or new_request_id())
 

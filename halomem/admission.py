@@ -1,0 +1,112 @@
+"""Fair sharing: how much of the server one principal, or one organisation, may hold at once.
+
+A token bucket (halomem.ratelimit) bounds how many requests a principal *sends* per second; on two
+cores a principal saturates the machine long before its bucket empties, and every other caller's
+search slows down with it. So the request pipeline also bounds what a caller *holds*: its requests
+in flight, weighed by their size. Each request costs one unit, plus one per ``COST_BYTES`` of its
+body (a maximal 6 MiB batch costs a principal's whole share, never more, so it still runs).
+
+A request over its principal's share (``per_principal`` units) or its organisation's (``per_org``:
+an organisation is a namespace's first segment) waits for its turn, looking again after 2, 4, ... up
+to 32 ms, without holding a worker thread, for at most ``wait`` seconds; then, or when ``max_waiting`` of its
+principal's requests already wait, it is refused: 429 with Retry-After. Callers under their share
+never wait. Defaults are sized for 2 cores (README "Fair sharing"); 0 turns a limit off.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Awaitable, Callable
+
+from .errors import RateLimitedError
+
+COST_BYTES = 64 * 1024  # a body's size adds one unit per this many bytes
+DEFAULT_PER_PRINCIPAL = 1  # on 2 cores: one principal's request beside anyone else's (bench serve --noisy)
+DEFAULT_PER_ORG = 2
+DEFAULT_WAIT = 5.0  # seconds a request over its share may wait for its turn
+DEFAULT_MAX_WAITING = 32  # requests of one principal waiting at once; more are refused at once
+POLL = 0.002  # seconds before a waiting request's first look at its share again; doubles up to POLL_MAX
+POLL_MAX = 0.032
+
+
+@dataclass(frozen=True)
+class Shares:
+    per_principal: int = DEFAULT_PER_PRINCIPAL
+    per_org: int = DEFAULT_PER_ORG
+    wait: float = DEFAULT_WAIT
+    max_waiting: int = DEFAULT_MAX_WAITING
+
+
+def organisation(namespace: str) -> str:
+    return namespace.split("/", 1)[0]
+
+
+class Admission:
+    """Units in flight per principal and per organisation; ``admit`` takes them, ``release`` gives
+    them back. One lock, no thread held while waiting (the async edge awaits its sleep)."""
+
+    def __init__(self, shares: Shares = Shares()) -> None:
+        self.shares = shares
+        self._held: dict[str, int] = {}  # "p:<principal>" / "o:<organisation>" -> units in flight
+        self._waiting: dict[str, int] = {}  # principal -> its requests waiting
+        self._lock = threading.Lock()
+
+    def cost(self, body_bytes: int) -> int:
+        """Units a request of ``body_bytes`` takes: never more than the smaller share, so it can run."""
+        limits = [n for n in (self.shares.per_principal, self.shares.per_org) if n > 0]
+        return max(1, min([1 + body_bytes // COST_BYTES, *limits]))
+
+    def _try(self, keys: tuple[tuple[str, int], ...], units: int) -> bool:
+        with self._lock:
+            if any(limit > 0 and self._held.get(key, 0) + units > limit for key, limit in keys):
+                return False
+            for key, _ in keys:
+                self._held[key] = self._held.get(key, 0) + units
+            return True
+
+    def _keys(self, principal: str, namespace: str) -> tuple[tuple[str, int], ...]:
+        return (("p:" + principal, self.shares.per_principal), ("o:" + organisation(namespace), self.shares.per_org))
+
+    async def admit(self, principal: str, namespace: str, units: int,
+                    sleep: Callable[[float], Awaitable[None]]) -> None:
+        """Take ``units`` of both shares, waiting up to ``shares.wait`` for them; else RateLimitedError."""
+        keys = self._keys(principal, namespace)
+        if self._try(keys, units):
+            return
+        with self._lock:
+            if self._waiting.get(principal, 0) >= self.shares.max_waiting:
+                raise self._refusal()
+            self._waiting[principal] = self._waiting.get(principal, 0) + 1
+        try:
+            deadline, pause = time.monotonic() + self.shares.wait, POLL
+            while time.monotonic() < deadline:
+                await sleep(min(pause, max(0.0, deadline - time.monotonic())))
+                if self._try(keys, units):
+                    return
+                pause = min(POLL_MAX, pause * 2)
+            raise self._refusal()
+        finally:
+            with self._lock:
+                self._waiting[principal] -= 1
+                if not self._waiting[principal]:
+                    del self._waiting[principal]
+
+    def release(self, principal: str, namespace: str, units: int) -> None:
+        with self._lock:
+            for key, _ in self._keys(principal, namespace):
+                left = self._held.get(key, 0) - units
+                if left > 0:
+                    self._held[key] = left
+                else:
+                    self._held.pop(key, None)
+
+    def held(self) -> dict[str, int]:
+        """Units in flight per key (tests, metrics)."""
+        with self._lock:
+            return dict(self._held)
+
+    def _refusal(self) -> RateLimitedError:
+        return RateLimitedError(f"over this caller's share of the server ({self.shares.per_principal} requests in "
+                                f"flight per principal, {self.shares.per_org} per organisation): retry shortly",
+                                retry_after=1.0)

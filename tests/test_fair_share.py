@@ -1,0 +1,150 @@
+"""Fair sharing (halomem.admission): a principal over its share of the server waits its turn or gets
+429 with Retry-After; other organisations' callers never wait for it; a body's size is its weight."""
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import httpx2
+import pytest
+
+from halomem.admission import COST_BYTES, Admission, Shares
+from halomem.errors import RateLimitedError
+from halomem.limits import MAX_BATCH, MAX_CONTENT_CHARS
+from tests.conftest import make_token
+from tests.serving import bearer, start_server
+
+
+def run(coro):  # noqa: ANN001, ANN201
+    return asyncio.run(coro)
+
+
+def test_a_principal_over_its_share_waits_for_its_turn_and_others_do_not():
+    admission = Admission(Shares(per_principal=2, per_org=3, wait=2.0))
+
+    async def scenario() -> list[str]:
+        order = []
+        await admission.admit("p1", "acme/eng", 1, asyncio.sleep)
+        await admission.admit("p1", "acme/eng", 1, asyncio.sleep)
+
+        async def third() -> None:
+            await admission.admit("p1", "acme/eng", 1, asyncio.sleep)
+            order.append("p1 third admitted")
+
+        waiting = asyncio.create_task(third())
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # over its share: it waits
+        await admission.admit("p9", "globex", 1, asyncio.sleep)  # another organisation: at once
+        order.append("globex admitted")
+        admission.release("p1", "acme/eng", 1)
+        await asyncio.wait_for(waiting, 1.0)
+        return order
+
+    assert run(scenario()) == ["globex admitted", "p1 third admitted"]
+    assert admission.held() == {"p:p1": 2, "o:acme": 2, "p:p9": 1, "o:globex": 1}
+
+
+def test_an_organisation_share_binds_all_its_principals_and_a_wait_ends_in_429():
+    admission = Admission(Shares(per_principal=2, per_org=3, wait=0.1))
+
+    async def scenario() -> None:
+        for principal in ("a", "a", "b"):
+            await admission.admit(principal, "acme/x", 1, asyncio.sleep)
+        started = time.monotonic()
+        with pytest.raises(RateLimitedError) as refused:
+            await admission.admit("c", "acme/y", 1, asyncio.sleep)  # acme holds 3 of 3
+        assert time.monotonic() - started >= 0.09 and refused.value.retry_after >= 1
+        await admission.admit("d", "initech", 1, asyncio.sleep)
+
+    run(scenario())
+    assert admission.held()["o:acme"] == 3
+
+
+def test_size_is_weight_but_never_more_than_a_share_and_waiting_is_bounded():
+    admission = Admission(Shares(per_principal=2, per_org=3, wait=5.0, max_waiting=1))
+    assert admission.cost(0) == 1 and admission.cost(COST_BYTES) == 2 and admission.cost(100 * COST_BYTES) == 2
+    assert Admission(Shares(per_principal=0, per_org=0)).cost(10 * COST_BYTES) == 11
+
+    async def scenario() -> None:
+        await admission.admit("p", "o", admission.cost(6 * 1024 * 1024), asyncio.sleep)  # a maximal batch
+        waiter = asyncio.create_task(admission.admit("p", "o", 1, asyncio.sleep))
+        await asyncio.sleep(0.02)
+        started = time.monotonic()
+        with pytest.raises(RateLimitedError):  # one already waits: refused at once, no pile of waiters
+            await admission.admit("p", "o", 1, asyncio.sleep)
+        assert time.monotonic() - started < 1.0
+        admission.release("p", "o", 2)
+        await asyncio.wait_for(waiter, 1.0)
+
+    run(scenario())
+    assert admission.held() == {"p:p": 1, "o:o": 1}
+
+
+def test_a_server_keeps_one_principal_to_its_share_over_rest_and_mcp(api_server, kernel):
+    """A maximal batch holds its principal's whole share: that principal's next request waits 0.5 s, then is refused
+    (429 + Retry-After, audited), while another organisation's caller is answered meanwhile."""
+    noisy = make_token(kernel, "acme/eng")
+    victim = make_token(kernel, "globex", "read")
+    kernel.remember("globex", "The globex badge office opens at nine")
+    server = start_server(api_server.env, "--rate-limit", "0", "--in-flight", "1", "--org-in-flight", "1",
+                          "--share-wait", "0.5", "--audit-heads-every", "0")
+    batch = {"memories": [{"content": f"batch {i} " + "lorem ipsum dolor " * (MAX_CONTENT_CHARS // 19)}
+                          for i in range(MAX_BATCH)]}
+    answers: dict[str, int] = {}
+
+    def send_batch() -> None:
+        answers["batch"] = httpx2.post(server.url + "/v1/memories:batch", json=batch, headers=bearer(noisy),
+                                       timeout=300).status_code
+
+    try:
+        writer = threading.Thread(target=send_batch)
+        writer.start()
+        refused = served = None
+        deadline = time.monotonic() + 120
+        while writer.is_alive() and time.monotonic() < deadline and not (refused and served):
+            rest = httpx2.post(server.url + "/v1/search", json={"query": "badge"}, headers=bearer(noisy))
+            mcp = httpx2.post(server.url + "/mcp", headers={**bearer(noisy), "Accept": "application/json, "
+                              "text/event-stream"}, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                              "params": {"name": "search", "arguments": {"query": "badge"}}})
+            if rest.status_code == 429 and mcp.status_code == 429:
+                refused = (rest, mcp)
+                served = httpx2.post(server.url + "/v1/search", json={"query": "badge office"},
+                                     headers=bearer(victim))
+            time.sleep(0.01)
+        writer.join(timeout=300)
+    finally:
+        server.stop()
+    assert answers["batch"] == 201
+    assert refused, "the batch never held its principal's share while the other requests were sent"
+    for response in refused:
+        assert response.headers["retry-after"] == "1"
+        assert response.headers["content-type"].startswith("application/problem+json")
+        assert "share" in response.json()["detail"]
+    assert served.status_code == 200 and served.json()["hits"][0]["content"].startswith("The globex badge")
+    from tests.test_pipeline import audit_rows
+
+    details = [row.detail for row in audit_rows(kernel)]
+    assert any("refused kind=rate-limited" in d for d in details), details
+
+
+def test_bulk_embedding_runs_at_a_lower_priority_in_its_own_thread():
+    import os
+
+    from halomem.embed.low_priority import BULK_CHARS, run_bulk
+
+    def where() -> tuple[int, int]:
+        tid = threading.get_native_id()
+        return tid, os.getpriority(os.PRIO_PROCESS, tid)
+
+    here = where()
+    assert run_bulk(where, 10) == here  # a small embedding runs where it is
+    tid, niceness = run_bulk(where, BULK_CHARS + 1)
+    assert tid != here[0] and niceness >= min(19, here[1] + 1)
+    assert where() == here  # the caller's own priority is untouched
+
+    def fails() -> None:
+        raise ValueError("the embedder's own error")
+
+    with pytest.raises(ValueError, match="own error"):
+        run_bulk(fails, BULK_CHARS + 1)
