@@ -50,6 +50,7 @@ bench: install
 	$(BIN)/halomem bench quality --dataset locomo --embedder hash --out bench-results
 	$(BIN)/halomem bench quality --dataset org-concepts --embedder hash --out bench-results
 	$(BIN)/halomem bench latency --memories 10000 --corpus short,long --long 5000 --out bench-results
+	$(BIN)/halomem bench latency --as-of --memories 10000 --out bench-results
 	$(BIN)/halomem bench ingest --rows 20000 --out bench-results
 	$(BIN)/halomem bench cli --out bench-results
 	$(BIN)/halomem bench serve --memories 10000 --requests 200 --out bench-results
@@ -60,6 +61,7 @@ bench-full: install-minilm
 	$(BIN)/halomem bench quality --dataset locomo --embedder static --embedder hash --embedder minilm --out docs/bench
 	$(BIN)/halomem bench quality --dataset org-concepts --embedder static --embedder hash --embedder minilm --out docs/bench
 	$(BIN)/halomem bench latency --memories 10000,100000,1000000 --corpus short,long --long 20000,50000 --out docs/bench
+	$(BIN)/halomem bench latency --as-of --memories 100000 --out docs/bench
 	$(BIN)/halomem bench ingest --rows 50000 --embedder hash --embedder minilm --out docs/bench
 	$(BIN)/halomem bench cli --repeats 7 --out docs/bench
 	$(BIN)/halomem bench serve --memories 100000 --out docs/bench

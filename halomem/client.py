@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 from urllib.parse import quote, urlencode, urlsplit
 
 from .errors import AuthenticationError, HalomemError, ServiceUnreachableError, error_for_problem
-from .results import ConceptStored, EntityAdded, Erased, Hit, IngestReport, MemoryRow, NewMemory, SearchResult, WhoSaw
+from .results import (ConceptStored, EntityAdded, Erased, Hit, IngestReport, MemoryRow, NewMemory, Replay, SearchResult,
+                      WhoSaw)
 
 if TYPE_CHECKING:
     import httpx2
@@ -193,8 +194,10 @@ class Client:
         return self._namespace
 
     def search(self, query: str, *, k: int = 10, token_budget: int = 2000, sources: Sequence[str] | None = None,
-               driver: str | None = None) -> SearchResult:
+               driver: str | None = None, as_of: str | None = None) -> SearchResult:
         body: dict[str, Any] = {"query": query, "k": k, "token_budget": token_budget}
+        if as_of:
+            body["as_of"] = as_of.isoformat() if hasattr(as_of, "isoformat") else as_of
         if sources:
             body["sources"] = list(sources)
         if driver:
@@ -202,7 +205,7 @@ class Client:
         data = self._call("POST", "/v1/search", json=body)
         return SearchResult(data["query"], data["namespace"], data["driver"], data["requested_driver"],
                             data["request_id"], [Hit(**h) for h in data["hits"]], data.get("fallback"),
-                            data.get("dropped", 0), [], data.get("elapsed_ms", 0.0))
+                            data.get("dropped", 0), [], data.get("elapsed_ms", 0.0), data.get("as_of"))
 
     def remember(self, content: str, *, source: str | None = None,
                  provenance: dict[str, Any] | None = None) -> NewMemory:
@@ -289,3 +292,6 @@ class Client:
 
     def who_saw(self, memory_id: str) -> WhoSaw:
         return WhoSaw.from_dict(self._call("GET", "/v1/audit/who-saw", params={"memory_id": memory_id}))
+
+    def replay(self, seq: int) -> Replay:
+        return Replay.from_dict(self._call("POST", f"/v1/audit/replay/{int(seq)}"))

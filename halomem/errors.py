@@ -166,11 +166,15 @@ ERROR_CLASSES: tuple[type[HalomemError], ...] = (
 BY_SLUG: dict[str, type[HalomemError]] = {cls.slug: cls for cls in ERROR_CLASSES}
 PROBLEM_TYPE_PREFIX = "urn:halomem:problem:"
 
+# not an error: `audit replay` ran, and its answer differs from the recorded one
+REPLAY_DIFFERS_EXIT = 17
+
 EXIT_CODES: dict[int, str] = {
     0: "success",
     1: "internal error (a bug: rerun with HALOMEM_DEBUG=1 for the traceback)",
     2: "usage error (unknown command or option)",
     **{cls.exit_code: cls.kind for cls in ERROR_CLASSES if cls not in (PayloadTooLargeError, MethodNotAllowedError)},
+    REPLAY_DIFFERS_EXIT: "audit replay: the search answers differently now (the diff is printed)",
     130: "interrupted (Ctrl-C)",
     143: "stopped by SIGTERM (after a clean shutdown)",
 }

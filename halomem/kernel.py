@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -266,11 +267,13 @@ class Kernel:
 
     def search(self, ns: str | Namespace, query: str, *, k: int = 10, token_budget: int = 2000,
                sources: Sequence[str] | None = None, driver: str | None = None,
-               request_id: str | None = None, after_lsn: int | None = None) -> SearchResult:
-        """Rank what ``ns`` may see with the policy's driver (or ``driver``); audited (halomem.search).
-        With read replicas, the database that serves has replayed ``after_lsn`` (the caller's last write)."""
+               request_id: str | None = None, after_lsn: int | None = None,
+               as_of: datetime | str | None = None) -> SearchResult:
+        """Rank what ``ns`` may see (now, or ``as_of`` a past instant) with the policy's driver (or
+        ``driver``); audited (halomem.search). With read replicas, the database that serves has
+        replayed ``after_lsn`` (the caller's last write)."""
         return self.searcher.search(namespace(ns), query, k=k, token_budget=token_budget, sources=sources,
-                                    driver=driver, request_id=request_id, after_lsn=after_lsn)
+                                    driver=driver, request_id=request_id, after_lsn=after_lsn, as_of=as_of)
 
     def audit_event(self, ns: str | Namespace, action: str, detail: str, request_id: str) -> None:
         """Append one audit row in its own transaction (a refused request, a fallback); ``ns``
@@ -330,6 +333,25 @@ class Kernel:
 
         with self.engine.connect() as conn:
             return who_saw(conn, memory_id, str(subtree) if subtree is not None else None)
+
+    def replay(self, seq: int, subtree: str | Namespace | None = None, request_id: str | None = None):  # noqa: ANN201
+        """Re-run the search at audit ``seq`` as of its instant with its driver, k, budget and
+        sources (audit.replay); made in ``subtree`` and below only, when given. Returns results.Replay."""
+        from .audit import replay as replays
+        from .drivers import DriverRegistry
+
+        with self.engine.connect() as conn:
+            then = replays.recorded(conn, seq, str(subtree) if subtree is not None else None)
+        mounted = self.registry.has(then.driver)
+        ns = namespace(then.namespace)
+        now = self.searcher.search(ns, then.query, k=then.k, token_budget=then.budget, sources=then.sources,
+                                   driver=then.driver if mounted else DriverRegistry.FALLBACK,
+                                   as_of=then.as_of, replaying=seq, request_id=request_id)
+        with self.index.reader() as reader:
+            embedder_now = self.embedders.follow(reader.store_embedder()).name
+            rows = reader.fetch(Scope(ns), [r.ref for r in then.refs if r.tier == "L2"], live=False)
+        return replays.compare(then, now, embedder_now=embedder_now, mounted=mounted,
+                               erased=[i for i, row in rows.items() if row.erased_at is not None])
 
     def prune_queries(self, retention_days: float) -> int:
         """Search query texts past their retention (audit.seen); the chain keeps their digests."""

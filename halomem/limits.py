@@ -26,6 +26,7 @@ MAX_ALIASES = 50  # aliases one entity request may add
 MAX_DRIVER_NAME_CHARS = 100
 MAX_PAGE = 100  # memories one `recent` page holds
 MAX_BATCH = 100  # memories one remember_many call writes
+MAX_AS_OF_CHARS = 64  # an as-of instant as text (halomem.as_of)
 
 
 def namespace(value: str | Namespace | None) -> Namespace:
@@ -65,6 +66,13 @@ def check_query(query: object) -> str:
 
 def check_id(value: object, what: str = "memory id") -> str:
     return check_text(value, what, MAX_ID_CHARS)
+
+
+def check_seq(value: object) -> int:
+    """An audit row's sequence number as a caller names it."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**63:
+        raise InvalidInputError(f"an audit seq is a positive integer, not {str(value)[:40]!r}")
+    return value
 
 
 def check_sources(sources: Sequence[str] | None) -> tuple[str, ...] | None:

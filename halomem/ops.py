@@ -17,10 +17,10 @@ from .auth.store import IssuedToken, Principal, PrincipalStore
 from .db.replicas import Consistency
 from .errors import DriverError, HalomemError, NotFoundError, PermissionDeniedError
 from .kernel import Kernel
-from .limits import MAX_REASON_CHARS, check_id, check_text, namespace
+from .limits import MAX_REASON_CHARS, check_id, check_seq, check_text, namespace
 from .policy import Policy
-from .results import (ConceptStored, EntityAdded, Erased, IngestReport, MemoryRow, NewMemory, Page, SearchResult,
-                      WhoSaw)
+from .results import (ConceptStored, EntityAdded, Erased, IngestReport, MemoryRow, NewMemory, Page, Replay,
+                      SearchResult, WhoSaw)
 from .types import Namespace, ScoredRef
 from .embed import Embedder
 from .write.reembed import Reembedded
@@ -74,10 +74,10 @@ class Operations:
 
     # --- reads ---------------------------------------------------------------------------------
     def search(self, query: str, *, k: int = 10, token_budget: int = 2000, sources: Sequence[str] | None = None,
-               driver: str | None = None) -> SearchResult:
+               driver: str | None = None, as_of: str | None = None) -> SearchResult:
         return self._run("search", READ, lambda ns, rid: self.kernel.search(
             ns, query, k=k, token_budget=token_budget, sources=sources, driver=driver, request_id=rid,
-            after_lsn=self.consistency.after))
+            after_lsn=self.consistency.after, as_of=as_of))
 
     def whoami(self) -> dict[str, Any]:
         """Who the token stands for and what it reads: its namespace's lineage, root first."""
@@ -182,6 +182,11 @@ class Operations:
         return self._run("audit", ADMIN, lambda ns, rid: self.kernel.who_saw(check_id(memory_id), subtree=ns),
                          kernel_audits=False)
 
+    def replay(self, seq: int) -> Replay:
+        """A search made in the caller's namespace or below, re-run as of its instant (audit.replay)."""
+        return self._run("audit", ADMIN, lambda ns, rid: self.kernel.replay(check_seq(seq), subtree=ns,
+                                                                             request_id=rid))
+
     def create_token(self, target: Namespace | None, name: str, scopes: Sequence[str] | str,
                      expires_in: timedelta | None = None) -> IssuedToken:
         return self._run("token", ADMIN, lambda ns, rid: PrincipalStore(self.kernel.engine).create(
@@ -265,6 +270,9 @@ class StoreOperations:
     def who_saw(self, memory_id: str) -> WhoSaw:
         return self._run("audit", lambda rid: self.kernel.who_saw(check_id(memory_id)),
                          lambda found: f"who-saw id={found.memory_id} sightings={len(found.sightings)}")
+
+    def replay(self, seq: int) -> Replay:
+        return self._run("audit", lambda rid: self.kernel.replay(check_seq(seq), request_id=rid))
 
     def prune_queries(self, retention_days: float) -> int:
         return self._run("audit", lambda rid: self.kernel.prune_queries(retention_days),

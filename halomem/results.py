@@ -38,6 +38,7 @@ class SearchJSON(TypedDict):
     tokens: int
     dropped: int
     elapsed_ms: float
+    as_of: Optional[str]  # the instant searched (ISO 8601 UTC); null: now
     hits: list[HitJSON]
 
 
@@ -200,6 +201,38 @@ class WhoSawJSON(TypedDict):
     sightings: list[SightingJSON]
 
 
+class ReplayedRefJSON(TypedDict):
+    rank: int
+    tier: str
+    ref: str
+    score: float
+
+
+class RerankedJSON(TypedDict):
+    ref: str
+    was: int
+    now: int
+
+
+class ReplayJSON(TypedDict):
+    seq: int
+    namespace: str
+    at: str
+    as_of: str
+    identical: bool
+    recorded_driver: str
+    replayed_driver: str
+    recorded_embedder: str
+    replayed_embedder: str
+    recorded: list[ReplayedRefJSON]
+    replayed: list[ReplayedRefJSON]
+    missing: list[str]
+    added: list[str]
+    reranked: list[RerankedJSON]
+    reasons: list[str]
+    request_id: str
+
+
 class TokenJSON(TypedDict):
     id: str
     name: str
@@ -253,6 +286,7 @@ class SearchResult:
     dropped: int = 0
     warnings: list[str] = field(default_factory=list)
     elapsed_ms: float = 0.0
+    as_of: str | None = None  # the instant searched (ISO 8601 UTC), None for now
 
     @property
     def tokens(self) -> int:
@@ -263,7 +297,8 @@ class SearchResult:
         return {"query": self.query, "namespace": self.namespace, "driver": self.driver,
                 "requested_driver": self.requested_driver, "fallback": self.fallback,
                 "request_id": self.request_id, "tokens": self.tokens, "dropped": self.dropped,
-                "elapsed_ms": round(self.elapsed_ms, 3), "hits": [h.to_dict() for h in self.hits]}
+                "elapsed_ms": round(self.elapsed_ms, 3), "as_of": self.as_of,
+                "hits": [h.to_dict() for h in self.hits]}
 
 
 @dataclass(frozen=True)
@@ -410,3 +445,68 @@ class WhoSaw:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "WhoSaw":
         return cls(data["memory_id"], list(data["versions"]), [Sighting(**s) for s in data["sightings"]])
+
+
+@dataclass(frozen=True)
+class ReplayedRef:
+    rank: int
+    tier: str
+    ref: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Replay:
+    """`audit replay SEQ`: a recorded search re-run as of its instant, beside what it returned then."""
+
+    seq: int
+    namespace: str
+    at: str  # when the search ran
+    as_of: str  # the instant replayed: the search's own as-of, else when it ran
+    recorded_driver: str
+    replayed_driver: str
+    recorded_embedder: str
+    replayed_embedder: str
+    recorded: list[ReplayedRef]
+    replayed: list[ReplayedRef]
+    reasons: list[str]  # why they differ, where known
+    request_id: str = ""
+
+    @property
+    def missing(self) -> list[str]:
+        now = {r.ref for r in self.replayed}
+        return [r.ref for r in self.recorded if r.ref not in now]
+
+    @property
+    def added(self) -> list[str]:
+        then = {r.ref for r in self.recorded}
+        return [r.ref for r in self.replayed if r.ref not in then]
+
+    @property
+    def reranked(self) -> list[tuple[str, int, int]]:
+        """(ref, rank then, rank now) of refs in both whose rank changed."""
+        now = {r.ref: r.rank for r in self.replayed}
+        return [(r.ref, r.rank, now[r.ref]) for r in self.recorded if r.ref in now and now[r.ref] != r.rank]
+
+    @property
+    def identical(self) -> bool:
+        """The same refs in the same order (scores are recorded rounded: their last digit may move)."""
+        return [(r.tier, r.ref) for r in self.recorded] == [(r.tier, r.ref) for r in self.replayed]
+
+    def to_dict(self) -> ReplayJSON:
+        return {"seq": self.seq, "namespace": self.namespace, "at": self.at, "as_of": self.as_of,
+                "identical": self.identical, "recorded_driver": self.recorded_driver,
+                "replayed_driver": self.replayed_driver, "recorded_embedder": self.recorded_embedder,
+                "replayed_embedder": self.replayed_embedder,
+                "recorded": [asdict(r) for r in self.recorded],  # type: ignore[misc]
+                "replayed": [asdict(r) for r in self.replayed],  # type: ignore[misc]
+                "missing": self.missing, "added": self.added,
+                "reranked": [{"ref": ref, "was": was, "now": now} for ref, was, now in self.reranked],
+                "reasons": list(self.reasons), "request_id": self.request_id}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Replay":
+        return cls(data["seq"], data["namespace"], data["at"], data["as_of"], data["recorded_driver"],
+                   data["replayed_driver"], data["recorded_embedder"], data["replayed_embedder"],
+                   [ReplayedRef(**r) for r in data["recorded"]], [ReplayedRef(**r) for r in data["replayed"]],
+                   list(data["reasons"]), data.get("request_id", ""))

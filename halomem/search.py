@@ -10,11 +10,13 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Callable, Sequence
 
 import sqlalchemy as sa
 
 from . import audit
+from .as_of import parse_as_of
 from .audit import seen as seen_log
 from .drivers import DriverRegistry, DriverUnavailableError
 from .drivers.view import KernelScopedView, admitted_refs, build_scoped_view, embed_query
@@ -76,15 +78,19 @@ class Searcher:
 
     def search(self, ns: Namespace, query: str, *, k: int = 10, token_budget: int = 2000,
                sources: Sequence[str] | None = None, driver: str | None = None,
-               request_id: str | None = None, after_lsn: int | None = None) -> SearchResult:
+               request_id: str | None = None, after_lsn: int | None = None,
+               as_of: datetime | str | None = None, replaying: int | None = None) -> SearchResult:
         """Rank what ``ns`` may see with the policy's driver (or ``driver``); audited. ``after_lsn``:
-        the caller's last write, which the database that serves must have."""
-        query, sources = check_query(query), check_sources(sources)
+        the caller's last write, which the database that serves must have. ``as_of``: the store as
+        it stood then (halomem.as_of; concepts keep no history and are not returned). ``replaying``:
+        the audit seq of the search this re-runs (audited as a ``replay``, not as a search anyone
+        was handed)."""
+        query, sources, when = check_query(query), check_sources(sources), parse_as_of(as_of)
         check_search_bounds(k, token_budget)
         if driver is not None and not self.registry.has(driver):  # the caller's mistake, not a driver's failure
             raise InvalidInputError(f"unknown driver {str(driver)[:100]!r}"
                                     f" (mounted: {', '.join(self.registry.names())})")
-        scope = Scope(ns, sources or None)
+        scope = Scope(ns, sources or None, when)
         request_id = request_id or new_request_id()
         started = time.perf_counter()
         with self.engine.connect() as conn:
@@ -105,13 +111,18 @@ class Searcher:
             self._audit(ns, "search", f"search failed driver={chosen.name} error={str(exc)[:200]}", request_id)
             raise
         result.elapsed_ms = (time.perf_counter() - started) * 1000
+        result.as_of = when.isoformat() if when else None
         notes = [f"driver_fallback={requested}->baseline reason=unmounted"] if unmounted else []
         notes += [planned.fallback_note] if planned.fallback_note else []
         if notes:
             result.fallback = f"{requested}->baseline"
-            for note in notes:
-                log.warning("%s", note)
-                self._audit(ns, "fallback", note, request_id)
+        if replaying is not None:  # an operator's re-run: nobody was handed these refs
+            self._audit(ns, "replay", f"replay ok of={replaying} returned={len(result.hits)}"
+                        f" driver={result.driver}", request_id)
+            return result
+        for note in notes:
+            log.warning("%s", note)
+            self._audit(ns, "fallback", note, request_id)
         detail = f"search ok returned={len(result.hits)} tokens={result.tokens} driver={result.driver}"
         if result.dropped:
             detail += f" dropped={result.dropped}"
@@ -119,6 +130,10 @@ class Searcher:
             detail += " driver_warnings=" + json.dumps("; ".join(result.warnings)[:500])
         if self.router.enabled:
             detail += f" db={database}"
+        if when:
+            detail += f" as_of={result.as_of}"
+        if sources:  # what replay needs to ask the same question
+            detail += " sources=" + json.dumps(list(sources), separators=(",", ":"))
         self._audit_search(ns, detail, request_id, result, query, k, token_budget, used.get("embedder", "-"),
                            requested)
         for observe in self.observers:

@@ -24,7 +24,7 @@ IDENTITY_WRITER, IDENTITY_TABLES = "halomem.auth.store", {"principals", "lineage
 # the reader's catalog counts every namespace's live rows (lexicon) to choose exact scans over HNSW
 # walks: a speed decision, never rows or counts handed to a caller (index/catalog.py)
 KERNEL_WIDE_READS = {"halomem.index.catalog", "halomem.write.reembed"}  # reembed: every row of the store, by design
-HISTORY_READS = {"history", "_explain_not_head", "erase"}  # read superseded/erased rows on purpose
+HISTORY_READS = {"history", "_explain_not_head", "erase", "replay"}  # read superseded/erased rows on purpose
 WRITE_KINDS = {"InsertStmt", "UpdateStmt", "DeleteStmt", "CopyStmt", "CreateStmt", "AlterTableStmt", "IndexStmt",
                "GrantStmt", "CreateRoleStmt", "TruncateStmt", "DropStmt", "CreateExtensionStmt", "MergeStmt"}
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%s")

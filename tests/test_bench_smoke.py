@@ -98,6 +98,17 @@ def test_latency_ingest_and_cli_smoke(tmp_path):
     assert {p.name for p in tmp_path.iterdir()} >= {"latency.json", "latency.md", "ingest.json", "cli.json"}
 
 
+def test_as_of_latency_bench_supersedes_its_share_and_times_both_legs(tmp_path):
+    from halomem.bench.as_of_latency import run_as_of_latency
+
+    done = run_as_of_latency([400], ["baseline", "fusion"], tmp_path, query_count=5)
+    [row] = done["results"]
+    # 30% of each namespace's rows, rounded down per namespace
+    assert 0.25 * 400 <= row["superseded"] <= 0.3 * 400 and set(row["drivers"]) == {"baseline", "fusion"}
+    assert all(v["as_of_p95"] > 0 and v["present_p95"] > 0 for v in row["drivers"].values())
+    assert (tmp_path / "latency-as-of.md").read_text().count("| 400 |") == 2
+
+
 def test_serve_and_isolation_bench_smoke(tmp_path):
     """The serve and isolation benchmarks run end to end on tiny inputs (the numbers are in docs/bench)."""
     from pathlib import Path

@@ -12,7 +12,7 @@ JSON_KEYS = {
     ("remember",): {"id", "namespace", "source", "request_id"},
     ("supersede",): {"id", "namespace", "source", "request_id", "supersedes"},
     ("erase",): {"erased", "namespace", "request_id", "purged", "purge_not_done"},
-    ("search",): {"query", "namespace", "driver", "requested_driver", "fallback", "request_id", "tokens", "dropped",
+    ("search",): {"query", "namespace", "driver", "requested_driver", "fallback", "request_id", "tokens", "dropped", "as_of",
                   "elapsed_ms", "hits"},
     ("ingest",): {"written", "namespace", "ids", "unchanged", "superseded", "request_id", "skipped"},
     ("entity", "add"): {"id", "name", "aliases", "linked", "namespace", "request_id"},

@@ -59,6 +59,9 @@ BEHAVIOURAL = {
     # name: (header, body, fit, target check, detail substring)
     "leaks_canary": ("STALE_REFS = []", "        refs = refs + [ScoredRef(r, 'L2', r, 0.01, 'stale', 1) for r in STALE_REFS"
                      " if q.token_budget > 120]", True, "respects-scoped-view", "returned canary"),
+    "returns_superseded": ("STALE_REFS = []", "        refs = [ScoredRef(r, 'L2', r, 1.0, 'old', 1) for r in STALE_REFS"
+                           " if q.token_budget > 120][:1] + refs", True, "respects-scoped-view",
+                           "returned the superseded draft"),
     "forges_ref": ("", "        refs = refs + ([ScoredRef('m_forged00000000000000', 'L2', 'm_forged00000000000000', 0.01,"
                    " 'x', 1)] if q.token_budget > 120 else [])", True, "respects-scoped-view", "did not admit"),
     "overruns_budget": ("", "", False, "budget-discipline", "responses over budget"),
@@ -83,6 +86,8 @@ def test_broken_driver_fails_exactly_its_check(halomem_certify, halomem_conforma
     loaded = load_driver(str(path))
     if name == "leaks_canary":  # stale state from another tenant, as a persistent engine might hold
         sys.modules[type(loaded.driver).__module__].STALE_REFS[:] = list(halomem_conformance_kit.canaries.values())
+    if name == "returns_superseded":  # a cache that never heard of the supersede: yesterday's fact for today
+        sys.modules[type(loaded.driver).__module__].STALE_REFS[:] = list(halomem_conformance_kit.superseded.values())
     report = halomem_certify(loaded.driver, loaded.source_path)
     failed = {c.id: c.detail for c in report.checks if not c.passed}
     assert list(failed) == [target], report.to_dict()

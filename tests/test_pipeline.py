@@ -390,9 +390,11 @@ def test_serve_stops_on_sigterm_even_while_a_long_batch_runs(cli_env):
     while _postmaster_running(home) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not _postmaster_running(home)
-    counted = subprocess.run([sys.executable, "-m", "halomem.cli.main", "recent", "--ns", "acme/eng", "--json",
-                              "--limit", "200"], env=env, capture_output=True, text=True, timeout=120)
-    stored = len(json.loads(counted.stdout)["memories"]) if counted.returncode == 0 else -1
+    counter = ("import sqlalchemy as sa\nfrom halomem.kernel import Kernel\nwith Kernel.boot(mount_plugins=False) as k:\n"
+               "    print(k.engine.connect().scalar(sa.text(\"SELECT count(*) FROM memories WHERE namespace = 'acme/eng'\")))")
+    counted = subprocess.run([sys.executable, "-c", counter], env=env, capture_output=True, text=True, timeout=120)
+    assert counted.returncode == 0, counted.stderr
+    stored = int(counted.stdout.strip())
     assert stored == (MAX_BATCH if answered == [201] else 0), (answered, stored)  # all or nothing
     verified = subprocess.run([sys.executable, "-m", "halomem.cli.main", "audit", "verify"], env=env,
                               capture_output=True, text=True, timeout=120)

@@ -91,6 +91,30 @@ class AuditRow:
     principal: str | None = None
 
 
+def fields(detail: str) -> dict[str, str]:
+    """A row's detail as its ``key=value`` fields (the first word, the action's outcome, aside):
+    one reading of the format for who-saw, replay and the tests. A value written as a JSON string
+    (``driver_warnings="..."``) is read whole, so words inside it are never taken for fields."""
+    out: dict[str, str] = {}
+    decoder = json.JSONDecoder()
+    at = 0
+    while at < len(detail):
+        end = detail.find(" ", at)
+        end = len(detail) if end < 0 else end
+        key, eq, value = detail[at:end].partition("=")
+        if eq and value.startswith('"'):
+            start = at + len(key) + 1
+            try:
+                text, stop = decoder.raw_decode(detail, start)
+                out[key], end = str(text), stop
+            except ValueError:
+                out[key] = value
+        elif eq:
+            out[key] = value
+        at = end + 1
+    return out
+
+
 def row_hash(prev_hash: str, seq: int, at: datetime, actor_ns: str, action: str, detail: str,
              request_id: str, principal: str | None = None) -> str:
     micros = (at - _EPOCH) // timedelta(microseconds=1)

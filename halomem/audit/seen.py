@@ -19,6 +19,7 @@ from typing import Iterable, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from .log import fields as audit_fields
 from ..db.schema import audit_log, memories, search_queries, search_seen
 from ..index.acl import in_subtree
 from ..results import Sighting, WhoSaw
@@ -78,11 +79,16 @@ def prune(conn: Connection, retention_days: float) -> int:
 
 
 def chain_ids(conn: Connection, memory_id: str) -> list[str]:
-    """Every version in ``memory_id``'s supersedence chain (erased ones included), by id."""
-    up = sa.select(memories.c.id, memories.c.supersedes).where(memories.c.id == memory_id).cte(recursive=True)
-    up = up.union(sa.select(memories.c.id, memories.c.supersedes).join(up, memories.c.id == up.c.supersedes))
-    down = sa.select(memories.c.id).where(memories.c.id == memory_id).cte("down", recursive=True)
-    down = down.union(sa.select(memories.c.id).join(down, memories.c.supersedes == down.c.id))
+    """Every version in ``memory_id``'s supersedence chain (erased ones included), by id. A chain
+    never leaves its namespace (supersede writes the new head beside the old), so the walk is held
+    to the anchor's namespace: no other namespace's rows are read."""
+    home = sa.select(memories.c.namespace).where(memories.c.id == memory_id).scalar_subquery()
+    mine = memories.c.namespace == home
+    up = sa.select(memories.c.id, memories.c.supersedes).where(memories.c.id == memory_id, mine).cte(recursive=True)
+    up = up.union(sa.select(memories.c.id, memories.c.supersedes).join(up, memories.c.id == up.c.supersedes)
+                  .where(mine))
+    down = sa.select(memories.c.id).where(memories.c.id == memory_id, mine).cte("down", recursive=True)
+    down = down.union(sa.select(memories.c.id).join(down, memories.c.supersedes == down.c.id).where(mine))
     ids = {r[0] for r in conn.execute(sa.select(up.c.id))} | {r[0] for r in conn.execute(sa.select(down.c.id))}
     return sorted(ids) or [memory_id]
 
@@ -107,7 +113,4 @@ def who_saw(conn: Connection, memory_id: str, subtree: str | None, limit: int = 
 
 def transport_of(detail: str) -> str:
     """The ``via=`` a search row names (rest, mcp-http, mcp-stdio, cli, library)."""
-    for part in detail.split(" "):
-        if part.startswith("via="):
-            return part[4:]
-    return "-"
+    return audit_fields(detail).get("via", "-")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -29,10 +30,12 @@ def _pcts(ms: list[float]) -> dict[str, float]:
     return {"p50": q[49], "p95": q[94], "p99": q[98]}
 
 
-def measure(kernel, drivers: Sequence[str], probes: list[tuple[str, str]], k: int = 10) -> dict:  # noqa: ANN001
+def measure(kernel, drivers: Sequence[str], probes: list[tuple[str, str]], k: int = 10,  # noqa: ANN001
+            as_of: datetime | None = None) -> dict:
+    """``as_of``: every probe reads the store as it stood then (bench latency --as-of)."""
     floor_ms, per_driver = [], {d: [] for d in drivers}
     for ns, text in probes:
-        scope = Scope(Namespace(ns))
+        scope = Scope(Namespace(ns), None, as_of)
         [embedding] = kernel.embedder.embed([text])
         with kernel.index.reader() as reader:
             started = time.perf_counter()
@@ -66,7 +69,7 @@ def _block_counts(kernel) -> tuple[int, int]:  # noqa: ANN001
 
 
 def warm_up(kernel, drivers: Sequence[str], probe_passes: Callable[[int], list[tuple[str, str]]],  # noqa: ANN001
-            passes: int = WARM_PASSES) -> list[dict[str, int]]:
+            passes: int = WARM_PASSES, as_of: datetime | None = None) -> list[dict[str, int]]:
     """Run passes of other probes until the buffer pool holds what probes touch, as in a serving
     process that has answered many queries; returns each pass's blocks found in shared buffers
     (hit) and read from outside them (read). One pass of 100 probes was not enough at 1M:
@@ -75,7 +78,7 @@ def warm_up(kernel, drivers: Sequence[str], probe_passes: Callable[[int], list[t
     done = []
     for i in range(passes):
         before = _block_counts(kernel)
-        measure(kernel, drivers, probe_passes(i))
+        measure(kernel, drivers, probe_passes(i), as_of=as_of)
         time.sleep(STATS_FLUSH_S)
         read, hit = (now - then for now, then in zip(_block_counts(kernel), before))
         done.append({"read": read, "hit": hit})

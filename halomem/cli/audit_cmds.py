@@ -1,4 +1,4 @@
-"""audit tail | verify | who-saw | prune-queries."""
+"""audit tail | verify | who-saw | replay | prune-queries."""
 from __future__ import annotations
 
 import dataclasses
@@ -82,6 +82,47 @@ def who_saw(memory_id: str = typer.Argument(..., help="The memory asked about (a
     for s in found.sightings:
         out.print(f"{s.at[:19].replace('T', ' ')}  {s.namespace}  {s.principal or 'operator'}  {s.transport}  "
                   f"request {s.request_id}  rank {s.rank}  {s.memory_id}", markup=False)
+
+
+@app.command()
+def replay(seq: int = typer.Argument(..., min=1, help="The audit seq of a search row (see `audit tail --action "
+                                     "search` or `audit who-saw`)."),
+           as_json: bool = JsonOption) -> None:
+    """Re-run a recorded search as of the instant it was asked, with its driver, k, budget and sources:
+    prints `identical`, or the refs missing, added and re-ranked with the reasons halomem can name;
+    exit 17 when it differs (remote mode: searches of the token's namespace and below; needs admin)."""
+    from ..errors import REPLAY_DIFFERS_EXIT
+
+    if remote():
+        from .common import data
+
+        found = data(None).replay(seq)
+    else:
+        found = store("audit replay").replay(seq)
+    if as_json:
+        emit_json(found.to_dict())
+    else:
+        driver = found.recorded_driver + ("" if found.replayed_driver == found.recorded_driver
+                                          else f" (replayed with {found.replayed_driver})")
+        out.print(f"search {found.seq} in {found.namespace} at {found.at[:19].replace('T', ' ')}, as of "
+                  f"{found.as_of[:26].replace('T', ' ')}, driver {driver}, embedder {found.recorded_embedder}",
+                  markup=False)
+        if found.identical:
+            out.print(f"identical: the same {len(found.recorded)} refs in the same order", markup=False)
+        else:
+            out.print("differs:", markup=False)
+            ranks = {r.ref: r.rank for r in found.recorded}
+            now = {r.ref: r.rank for r in found.replayed}
+            for ref in found.missing:
+                out.print(f"  missing   {ref} (rank {ranks[ref]} then)", markup=False)
+            for ref in found.added:
+                out.print(f"  added     {ref} (rank {now[ref]} now)", markup=False)
+            for ref, was, is_now in found.reranked:
+                out.print(f"  re-ranked {ref} {was} -> {is_now}", markup=False)
+        for reason in found.reasons:
+            out.print(f"  why: {reason}", markup=False)
+    if not found.identical:
+        raise typer.Exit(REPLAY_DIFFERS_EXIT)
 
 
 @app.command("prune-queries")

@@ -69,9 +69,17 @@ def latency(memories: str = typer.Option("10000,100000", help="Comma-separated s
             corpus: str = typer.Option("short", help="short, long, or short,long."),
             driver: List[str] = typer.Option(["baseline", "fusion", "graph", "keyword"], "--driver"),
             queries: int = typer.Option(100, help="Probe queries per size."),
+            as_of: bool = typer.Option(False, "--as-of", help="Instead: plan() as of a past instant vs the present, "
+                                       "30% of the short corpus superseded since (latency-as-of.md)."),
             out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
     """plan() p50/p95/p99 per driver vs the raw HNSW + GIN floor, on short and long documents."""
     from ..bench.latency import run_latency
+
+    if as_of:
+        from ..bench.as_of_latency import run_as_of_latency
+
+        _finish(run_as_of_latency(_split_ints(memories), driver, out_dir, queries, _say), as_json)
+        return
 
     kinds = [k.strip() for k in corpus.split(",") if k.strip()]
     unknown = set(kinds) - {"short", "long"}

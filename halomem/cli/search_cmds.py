@@ -16,10 +16,13 @@ def register(app: typer.Typer) -> None:
                budget: int = typer.Option(2000, "--budget", help="Token budget for all hits together."),
                source: List[str] = typer.Option([], "--source", help="Only these sources (repeatable)."),
                driver: Optional[str] = typer.Option(None, "--driver", help="Override the namespace policy."),
+               as_of: Optional[str] = typer.Option(None, "--as-of", help=(
+                   "The store as it stood then: ISO 8601 (naive is UTC) or a span back (90s, 30m, 2h, 3d, 1w);"
+                   " memories only, concepts keep no history.")),
                as_json: bool = JsonOption) -> None:
         """Search what the caller's namespace may see, ranked by the policy's driver."""
         ops = data(ns, embeds=[query])
-        result = ops.search(query, k=k, token_budget=budget, sources=source or None, driver=driver)
+        result = ops.search(query, k=k, token_budget=budget, sources=source or None, driver=driver, as_of=as_of)
         if not result.hits and remote() is None:  # local: the operator named the namespace
             twins = store("search").case_twins(result.namespace)
             if twins:
@@ -29,7 +32,8 @@ def register(app: typer.Typer) -> None:
             emit_json(result.to_dict())
             return
         driver = result.driver + (f" (fallback from {result.requested_driver})" if result.fallback else "")
-        out.print(f"{len(result.hits)} hits, {result.tokens} tokens, driver {driver}, {result.elapsed_ms:.1f} ms")
+        when = f", as of {result.as_of} (memories only)" if result.as_of else ""
+        out.print(f"{len(result.hits)} hits, {result.tokens} tokens, driver {driver}, {result.elapsed_ms:.1f} ms{when}")
         for h in result.hits:
             out.print(f"{h.rank}. {h.score:.3f} {h.tier} {h.ref}  {h.namespace or '-'}"
                       + (f"  source: {h.source}" if h.source else ""))

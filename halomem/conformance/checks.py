@@ -86,8 +86,11 @@ def finds_planted_fact(plan: Planner, fx: FixtureData, ids: dict[str, str]) -> C
     return CheckResult(CHECK_IDS[0], hits >= PLANTED_NEEDED, detail)
 
 
-def respects_scoped_view(plan: Planner, fx: FixtureData, canary_ids: dict[str, str]) -> CheckResult:
+def respects_scoped_view(plan: Planner, fx: FixtureData, canary_ids: dict[str, str],
+                         superseded_ids: dict[str, str] | None = None) -> CheckResult:
+    """No sibling's canary, no superseded draft of a planted fact, nothing the view did not admit."""
     canary_refs = {ref: key for key, ref in canary_ids.items()}
+    stale_refs = {ref: key for key, ref in (superseded_ids or {}).items()}
     violations: list[str] = []
     queries = [f.question for f in (*fx.planted, *fx.canaries)]
     for query in queries:
@@ -98,10 +101,13 @@ def respects_scoped_view(plan: Planner, fx: FixtureData, canary_ids: dict[str, s
         for r in call.refs:
             if r.ref in canary_refs:
                 violations.append(f"returned canary {canary_refs[r.ref]!r} ({r.ref}) from sibling {fx.canary_namespace}")
+            elif r.ref in stale_refs:
+                violations.append(f"returned the superseded draft of {stale_refs[r.ref]!r} ({r.ref}) for the present")
             elif r.ref not in call.admitted:
                 violations.append(f"returned ref {r.ref!r} that the view did not admit in this call")
     detail = (f"{len(violations)} violations across {len(queries)} queries "
-              f"({len(fx.canaries)} canaries in sibling ns {'unreachable' if not violations else 'checked'})")
+              f"({len(fx.canaries)} canaries in sibling ns and {len(stale_refs)} superseded drafts "
+              f"{'unreachable' if not violations else 'checked'})")
     if violations:
         detail += f"; first: {violations[0]}"
     return CheckResult(CHECK_IDS[1], not violations, detail)

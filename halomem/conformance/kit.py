@@ -16,15 +16,19 @@ from .checks import CHECK_IDS, Call, Report
 from .fixture import FixtureData, load_fixture
 from .loader import is_builtin, load_driver
 
+DRAFT_MARK = "(draft, superseded)"
+
 
 class ConformanceKit:
     """An ephemeral embedded PostgreSQL with the fixture planted; call certify() per driver."""
 
-    def __init__(self, kernel, fixture: FixtureData, planted: dict[str, str], canaries: dict[str, str]) -> None:
+    def __init__(self, kernel, fixture: FixtureData, planted: dict[str, str], canaries: dict[str, str],
+                 superseded: dict[str, str]) -> None:
         self.kernel = kernel
         self.fixture = fixture
         self.planted = planted
         self.canaries = canaries
+        self.superseded = superseded  # each planted fact's earlier draft: no longer valid, never to be returned
         self.true_content = {ref: f.content for f in fixture.planted for k, ref in planted.items() if k == f.key}
         self.true_content.update({ref: f.content for f in fixture.canaries
                                   for k, ref in canaries.items() if k == f.key})
@@ -40,11 +44,15 @@ class ConformanceKit:
             kernel = Kernel.boot(Settings(home=Path("/nonexistent-halomem-home"), database_url=url, embedder="hash"),
                                  mount_plugins=False)
             try:
-                planted = {f.key: kernel.remember(fixture.planted_namespace, f.content, source="conformance").id
-                           for f in fixture.planted}
+                # each planted fact supersedes a draft that says nearly the same: a driver that ranks
+                # rows its view did not admit as valid now returns the draft
+                superseded = {f.key: kernel.remember(fixture.planted_namespace, f"{f.content} {DRAFT_MARK}",
+                                                     source="conformance").id for f in fixture.planted}
+                planted = {f.key: kernel.supersede(fixture.planted_namespace, superseded[f.key], f.content,
+                                                   source="conformance").id for f in fixture.planted}
                 canaries = {f.key: kernel.remember(fixture.canary_namespace, f.content, source="conformance").id
                             for f in fixture.canaries}
-                yield cls(kernel, fixture, planted, canaries)
+                yield cls(kernel, fixture, planted, canaries, superseded)
             finally:
                 kernel.close()
 
@@ -69,7 +77,7 @@ class ConformanceKit:
                         isolation=isolation)
         report.checks = [
             checks.finds_planted_fact(plan, fx, self.planted),
-            checks.respects_scoped_view(plan, fx, self.canaries),
+            checks.respects_scoped_view(plan, fx, self.canaries, self.superseded),
             checks.latency_envelope(plan, fx, latency_budget_ms),
             checks.budget_discipline(plan, fx, self.true_content),
             checks.read_only(source_path),

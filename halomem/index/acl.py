@@ -1,12 +1,14 @@
 """The one implementation of the read ACL.
 
 A caller in ``acme/eng`` reads rows of ``acme/eng`` and its ancestors (``acme``): never siblings,
-never descendants. Memory rows must also be currently valid and not erased, and, when the request
-is scoped to sources, come from one of them.
+never descendants. Memory rows must also be valid (now, or at the request's ``as_of`` instant) and
+not erased, and, when the request is scoped to sources, come from one of them. Erasure wins over
+history: an erased row is admitted at no instant.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Sequence
 
 import sqlalchemy as sa
@@ -18,10 +20,15 @@ from ..types import Namespace
 class Scope:
     namespace: Namespace
     sources: tuple[str, ...] | None = None
+    as_of: datetime | None = None  # the store as it stood then (None: now)
 
     @property
     def source_scoped(self) -> bool:
         return self.sources is not None
+
+
+# tables whose rows are rewritten in place, with no validity times: they have no past to show
+HISTORYLESS = frozenset({"concepts"})
 
 
 def in_subtree(column: sa.ColumnElement[str], root: Namespace | str) -> sa.ColumnElement[bool]:
@@ -38,6 +45,8 @@ def visible(table: sa.Table, scope: Scope, *, live: bool = True,
     """WHERE clause admitting exactly the rows of ``table`` that ``scope`` may read.
 
     ``live=False`` keeps superseded and erased rows (for history views), never other namespaces.
+    With ``scope.as_of`` a live read admits the rows valid at that instant; tables that keep no
+    history (concepts: ``HISTORYLESS``) admit nothing then, rather than today's rows as yesterday's.
     ``within`` narrows to some namespaces of the lineage; those outside it admit nothing. The
     narrowing replaces the lineage list rather than being ANDed onto it: the planner would count
     both and underestimate the rows (picking sort-everything plans over index-order walks), and a
@@ -51,7 +60,14 @@ def visible(table: sa.Table, scope: Scope, *, live: bool = True,
             return sa.false()
     namespace = table.c.namespace == lineage[0] if len(lineage) == 1 else table.c.namespace.in_(lineage)
     clauses: list[sa.ColumnElement[bool]] = [namespace]
-    if live and "t_valid_to" in table.c:
+    if live and scope.as_of is not None:
+        if table.name in HISTORYLESS:  # the caller's predicate kept: every read names its namespaces
+            return sa.and_(namespace, sa.literal_column("false", sa.Boolean))
+        if "t_valid_to" in table.c:
+            clauses += [table.c.t_valid_from <= scope.as_of,
+                        sa.or_(table.c.t_valid_to.is_(None), table.c.t_valid_to > scope.as_of),
+                        table.c.erased_at.is_(None)]
+    elif live and "t_valid_to" in table.c:
         clauses += [table.c.t_valid_to.is_(None), table.c.erased_at.is_(None)]
     if scope.sources is not None and "source" in table.c:
         clauses.append(table.c.source.in_(scope.sources))

@@ -80,8 +80,9 @@ def _as_tsquery(lexemes: Sequence[str], operator: str) -> sa.ColumnElement[Any]:
 
 def statistics(conn: Connection, scope: Scope, text: str) -> Statistics:
     """The lexemes of ``text`` with their document frequency, and the document count and total
-    length, over the rows ``scope`` may read."""
-    if scope.source_scoped:
+    length, over the rows ``scope`` may read. The lexicon counts today's rows of whole namespaces:
+    a source-scoped or as-of caller's are counted over its own rows."""
+    if scope.source_scoped or scope.as_of is not None:
         q = sa.select(sa.func.unnest(_lexemes(text)).label("lexeme")).subquery("q")
         return _counted_statistics(conn, scope, q)
     documents, total, terms = 0, 0, []

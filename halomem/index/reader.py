@@ -110,7 +110,7 @@ def _passage_statement(scope: Scope, exact: bool, k: int) -> sa.Select[Any]:
 @functools.lru_cache(maxsize=512)
 def _any_concept_statement(scope: Scope) -> sa.Select[Any]:
     """Whether ``scope`` sees any concept (built once per caller, as _nearest_statement)."""
-    return sa.select(sa.exists().where(visible(concepts, scope)))
+    return sa.select(sa.exists().select_from(concepts).where(visible(concepts, scope)))
 
 
 class IndexReader:

@@ -9,19 +9,20 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.security import HTTPBearer
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..auth.store import parse_duration
 from ..errors import AuthenticationError, InvalidInputError
-from ..limits import MAX_BATCH, MAX_BUDGET, MAX_ID_CHARS, MAX_K, MAX_PAGE, namespace
+from ..limits import MAX_AS_OF_CHARS, MAX_BATCH, MAX_BUDGET, MAX_ID_CHARS, MAX_K, MAX_PAGE, namespace
 from ..ops import Operations
 from ..pipeline import Pipeline
 from ..results import (AuditJSON, BatchJSON, ChainJSON, ConceptsJSON, ConceptStoredJSON, EntitiesJSON, EntityAddedJSON,
                        ErasedJSON, IngestJSON, IssuedTokenJSON, MaterializedJSON, MemoryJSON, NewMemoryJSON, PageJSON,
-                       PolicyJSON, SearchJSON, SupersededJSON, TokenJSON, TokensJSON, WhoamiJSON, WhoSawJSON)
+                       PolicyJSON, ReplayJSON, SearchJSON, SupersededJSON, TokenJSON, TokensJSON, WhoamiJSON,
+                       WhoSawJSON)
 from .edge import current
 from .openapi import ALL_ROUTES, problems, shape
 
@@ -50,6 +51,9 @@ class SearchIn(Closed):
     token_budget: int = Field(2000, ge=1, le=MAX_BUDGET, strict=True)
     sources: Optional[list[str]] = None
     driver: Optional[str] = None
+    as_of: Optional[str] = Field(None, max_length=MAX_AS_OF_CHARS, description=(
+        "Search the store as it stood then: ISO 8601 (naive is UTC) or a span back such as 2h or 3d."
+        " Concepts keep no history: an as-of search returns memories only."))
 
 
 class BatchIn(Closed):
@@ -188,7 +192,7 @@ def build_router(pipeline: Pipeline) -> APIRouter:
     def search(body: SearchIn, ops: Operations = Ops) -> Any:
         # already JSON types: a JSONResponse skips FastAPI's recursive encoder (0.3 ms a search here)
         return JSONResponse(ops.search(body.query, k=body.k, token_budget=body.token_budget,
-                                       sources=body.sources, driver=body.driver).to_dict())
+                                       sources=body.sources, driver=body.driver, as_of=body.as_of).to_dict())
 
     @r.get("/entities", summary="Entities visible to the caller", responses=shape(EntitiesJSON))
     def entities(ops: Operations = Ops) -> dict[str, Any]:
@@ -244,6 +248,12 @@ def build_router(pipeline: Pipeline) -> APIRouter:
     def who_saw(memory_id: str = Query(..., max_length=MAX_ID_CHARS, description="The memory asked about."),
                 ops: Operations = Ops) -> dict[str, Any]:
         return ops.who_saw(memory_id).to_dict()
+
+    @r.post("/audit/replay/{seq}", summary="Re-run a search made in the caller's namespace or below as of its"
+            " instant, beside what it returned then (admin)", responses={**shape(ReplayJSON), **problems(502)})
+    def replay(seq: int = Path(..., ge=1, le=2**63 - 1, description="The search's audit seq."),
+               ops: Operations = Ops) -> dict[str, Any]:
+        return ops.replay(seq).to_dict()
 
     @r.get("/tokens", summary="Tokens of the caller's namespace and below (admin; never secrets)",
            responses=shape(TokensJSON))

@@ -18,7 +18,7 @@ import anyio.to_thread
 
 from .. import audit
 from ..db.replicas import parse_lsn
-from ..errors import HalomemError, InvalidInputError, PayloadTooLargeError
+from ..errors import HalomemError, InvalidInputError, PayloadTooLargeError, ServiceUnreachableError
 from ..pipeline import Pipeline, Request, error_for_status
 from .problems import from_error, from_unexpected
 
@@ -58,6 +58,13 @@ def check_target(scope: dict[str, Any]) -> None:
 def bearer(scope: dict[str, Any]) -> str | None:
     scheme, _, token = _header(scope, b"authorization").partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _does_work(scope: dict[str, Any]) -> bool:
+    """Whether a request takes a share of its caller's in-flight work (halomem.admission). MCP's
+    standing GET stream (server-to-client notifications) and its DELETE (session end) do none, and
+    the stream lives as long as the session: counted, it would hold the caller's share for good."""
+    return not (scope["path"] == MCP_PATH and scope["method"] != "POST")
 
 
 class Edge:
@@ -104,10 +111,19 @@ class Edge:
             if not public:
                 await anyio.to_thread.run_sync(self.pipeline.authenticate, request, bearer(scope))
             body = await self._read_body(scope, receive)
-            await self.pipeline.admit(request, len(body), anyio.sleep)
+            if _does_work(scope):
+                await self.pipeline.admit(request, len(body), anyio.sleep)
             caller = request.caller
             with audit.tracing(request), audit.acting_as(caller.principal_id if caller else None):
                 await self.app(scope, _replay(body, receive), send_out)
+        except anyio.get_cancelled_exc_class():
+            # only the server's shutdown cancels a request, after its drain: its writes roll back
+            # with their transaction; the client hears 503 (sent straight to the socket: the thread
+            # pool is going away, so no audit row), and the log holds server.app's one line on it,
+            # not uvicorn's traceback of the cancellation
+            if not started:
+                stopped = ServiceUnreachableError("the server stopped before this request finished; retry it")
+                await from_error(stopped, request.request_id)(scope, receive, send)
         except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback
             if started:
                 raise

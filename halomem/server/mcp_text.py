@@ -31,6 +31,8 @@ def search(result: Mapping[str, Any]) -> str:
     head = f"{len(hits)} hit{'s' if len(hits) != 1 else ''} for {result['query']!r}"
     if result.get("fallback"):
         head += f" (driver {result['driver']}, fallback from {result['requested_driver']})"
+    if result.get("as_of"):
+        head += f" as memory stood at {result['as_of']} (memories only: concepts keep no history)"
     lines = [head + ("." if hits else ": nothing visible to you matches.")]
     for h in hits:
         where = h["id"] if h["tier"] == "L2" else f"concept {h['ref']}"

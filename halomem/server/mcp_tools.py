@@ -22,7 +22,7 @@ from .. import __version__, audit
 from ..auth.rights import READ, WRITE, Caller
 from ..errors import HalomemError, InvalidInputError
 from ..kernel import Kernel
-from ..limits import (MAX_BATCH, MAX_BUDGET, MAX_CONTENT_CHARS, MAX_ID_CHARS, MAX_K, MAX_PAGE, MAX_QUERY_CHARS,
+from ..limits import (MAX_AS_OF_CHARS, MAX_BATCH, MAX_BUDGET, MAX_CONTENT_CHARS, MAX_ID_CHARS, MAX_K, MAX_PAGE, MAX_QUERY_CHARS,
                       MAX_REASON_CHARS, MAX_SOURCE_CHARS, MAX_SOURCES)
 from ..ops import Operations
 from ..pipeline import Pipeline, Request
@@ -198,10 +198,13 @@ def build_mcp(kernel: Kernel, pipeline: Pipeline, *, http: bool = False, stdio_t
                          "Roughly how many tokens of content to return in all."))] = 2000,
                      sources: Sources = None,
                      driver: Annotated[Optional[Driver], Field(None, description=(
-                         "A retriever to use instead of your namespace's policy."))] = None
+                         "A retriever to use instead of your namespace's policy."))] = None,
+                     as_of: Annotated[Optional[str], Field(None, max_length=MAX_AS_OF_CHARS, description=(
+                         "Search memory as it stood then: an ISO 8601 time or a span back such as 2h or 3d"
+                         " (memories only: concepts keep no history)."))] = None
                      ) -> Annotated[CallToolResult, SearchJSON]:
         found = (await call(lambda ops: ops.search(query, k=k, token_budget=token_budget, sources=sources,
-                                                   driver=driver))).to_dict()
+                                                   driver=driver, as_of=as_of))).to_dict()
         return answer(found, mcp_text.search(found))
 
     @mcp.tool(title="Get a memory", annotations=READS, description=(

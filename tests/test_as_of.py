@@ -1,0 +1,190 @@
+"""Search as of a past instant, and `audit replay`: the ScopedView of an as-of search shows exactly
+the rows valid then (checked against a brute-force oracle kept by the test itself, for every shipped
+driver), erasure wins over history, and a replayed search is identical until the store changes in
+a way replay can name."""
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timezone
+
+import httpx2
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from halomem.errors import REPLAY_DIFFERS_EXIT, InvalidInputError
+from tests.conftest import BUILTIN_DRIVERS, make_token
+from tests.mcp_client import McpSession
+from tests.serving import bearer
+
+WORD = "quokka"  # in every memory of a run: a lexical query that matches all of them
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _pause() -> datetime:
+    """An instant strictly between the operation before and the one after (the database's clock is
+    this machine's)."""
+    time.sleep(0.003)
+    when = _now()
+    time.sleep(0.003)
+    return when
+
+
+OPS = st.lists(st.tuples(st.sampled_from(["remember", "supersede", "erase"]), st.integers(0, 50)),
+               min_size=3, max_size=10)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS, picks=st.lists(st.integers(0, 1000), min_size=3, max_size=3))
+def test_as_of_search_returns_exactly_the_rows_valid_then(kernel, ops, picks):
+    ns = f"acme/asof{time.monotonic_ns()}"
+    live: set[str] = set()
+    erased: set[str] = set()
+    instants: list[tuple[datetime, frozenset[str]]] = [(_pause(), frozenset())]
+    for n, (op, pick) in enumerate(ops):
+        heads = sorted(live)
+        if op == "supersede" and heads:
+            old = heads[pick % len(heads)]
+            new = kernel.supersede(ns, old, f"{WORD} version {n} of fact {pick}").id
+            live = (live - {old}) | {new}
+        elif op == "erase" and heads:
+            gone = heads[pick % len(heads)]
+            kernel.erase(ns, gone, reason="test")
+            live, erased = live - {gone}, erased | {gone}
+        else:
+            live = live | {kernel.remember(ns, f"{WORD} fact {n} number {pick}").id}
+        instants.append((_pause(), frozenset(live)))
+    for pick in picks:
+        when, valid = instants[pick % len(instants)]
+        expected = valid - erased  # an erase wins at every instant, also before it happened
+        for driver in sorted(BUILTIN_DRIVERS):
+            found = kernel.search(ns, WORD, k=200, driver=driver, as_of=when)
+            ids = {h.id for h in found.hits}
+            assert ids <= expected, (driver, when, ids - expected)
+            if driver in ("baseline", "keyword", "fusion"):  # lexical lanes find every row holding the word
+                assert ids == expected, (driver, when, expected - ids)
+            assert found.as_of == when.isoformat()
+    present = {h.id for h in kernel.search(ns, WORD, k=200, driver="baseline").hits}
+    assert present == live
+
+
+def test_concepts_keep_no_history_and_as_of_refuses_bad_instants(kernel):
+    kernel.remember("acme/eng", "The release train leaves every Tuesday")
+    kernel.put_concept("acme/eng", "eng/release", "Releases: a train every Tuesday, frozen in December")
+    now = kernel.search("acme/eng", "release train Tuesday", k=10)
+    assert "L3" in {h.tier for h in now.hits}
+    then = kernel.search("acme/eng", "release train Tuesday", k=10, as_of=_now())
+    assert then.hits and {h.tier for h in then.hits} == {"L2"}
+    for bad in ("yesterday-ish", "2999-01-01", "1900-01-01", "9" * 65, "\x00", "99999999w"):
+        with pytest.raises(InvalidInputError):
+            kernel.search("acme/eng", "release", as_of=bad)
+
+
+def test_as_of_over_rest_mcp_and_cli(api_server, kernel, cli):
+    old = kernel.remember("acme/eng", "The VPN gateway is vpn1.example.org").id
+    when = _pause()
+    new = kernel.supersede("acme/eng", old, "The VPN gateway is vpn2.example.org").id
+    token = make_token(kernel, "acme/eng", "read")
+    rest = httpx2.post(api_server.url + "/v1/search", headers=bearer(token),
+                       json={"query": "VPN gateway", "as_of": when.isoformat()}).json()
+    assert [h["id"] for h in rest["hits"]] == [old] and rest["as_of"] == when.isoformat()
+    assert httpx2.post(api_server.url + "/v1/search", headers=bearer(token),
+                       json={"query": "VPN gateway", "as_of": "next week"}).status_code == 400
+    session = McpSession(api_server.url, token)
+    try:
+        ok, found, text = session.call_with_text("search", {"query": "VPN gateway", "as_of": when.isoformat()})
+        assert ok and [h["id"] for h in found["hits"]] == [old] and "concepts keep no history" in text
+        ok, now = session.call("search", {"query": "VPN gateway"})
+        assert ok and [h["id"] for h in now["hits"]] == [new] and now["as_of"] is None
+    finally:
+        session.close()
+    shown = json.loads(cli("search", "--ns", "acme/eng", "VPN gateway", "--as-of", when.isoformat(), "--json").stdout)
+    assert [h["id"] for h in shown["hits"]] == [old]
+    assert [h["id"] for h in json.loads(cli("search", "--ns", "acme/eng", "VPN gateway", "--as-of", "1d",
+                                            "--json").stdout)["hits"]] == []
+    refused = cli("search", "--ns", "acme/eng", "VPN", "--as-of", "soon")
+    assert refused.returncode == 3 and refused.stderr.count("\n") == 1 and "as_of" in refused.stderr
+
+
+def _last_search_seq(kernel) -> int:  # noqa: ANN001
+    with kernel.engine.connect() as conn:
+        return conn.exec_driver_sql("SELECT max(seq) FROM audit_log WHERE action = 'search'").scalar()
+
+
+def test_replaying_every_search_of_a_workload_is_identical(kernel):
+    ids = [kernel.remember("acme/eng", f"Service {n} is owned by team {n % 3} and deploys on day {n % 5}").id
+           for n in range(12)]
+    seqs = []
+    for n, query in enumerate(["who owns service 3", "deploys on day 2", "team 1", "service 7 owner"]):
+        for driver in sorted(BUILTIN_DRIVERS):
+            kernel.search("acme/eng", query, k=5, driver=driver)
+            seqs.append(_last_search_seq(kernel))
+        kernel.supersede("acme/eng", ids[n], f"Service {n} moved to team 9")  # the store moves on between
+        kernel.remember("acme/eng", f"Service {n} has a new runbook for team {n % 3}")
+    for seq in seqs:
+        replay = kernel.replay(seq)
+        assert replay.identical, (seq, replay.to_dict())
+        assert replay.recorded and replay.reasons == []
+    with kernel.engine.connect() as conn:
+        rows = conn.exec_driver_sql("SELECT detail FROM audit_log WHERE action = 'replay'").scalars().all()
+    assert len(rows) == len(seqs) and all(r.startswith("replay ok of=") for r in rows)
+    assert kernel.audit_verify().ok
+
+
+def test_replay_names_what_changed_and_says_when_it_cannot(kernel, cli):
+    kept = kernel.remember("acme/eng", "Backups run nightly at 02:00 UTC").id
+    doomed = kernel.remember("acme/eng", "Backups are copied to the Frankfurt bucket").id
+    kernel.search("acme/eng", "backups", k=5, driver="keyword")
+    seq = _last_search_seq(kernel)
+    keyword = kernel.registry.get("keyword")
+    kernel.registry.unmount("keyword")
+    try:
+        moved = kernel.replay(seq)
+    finally:
+        kernel.registry.mount(keyword)
+    assert moved.replayed_driver == "baseline" and "driver keyword is not mounted now: replayed with baseline" in \
+        moved.reasons
+    kernel.erase("acme/eng", doomed, reason="test")  # the erase forgets the query texts that found it
+    gone = cli("audit", "replay", str(seq))
+    assert gone.returncode == 4 and "no longer kept" in gone.stderr and "Backups" not in gone.stderr
+    kernel.search("acme/eng", "nightly backups", k=5)
+    later = _last_search_seq(kernel)
+    kernel.supersede("acme/eng", kept, "Backups run nightly at 03:00 UTC")
+    kernel.remember("acme/eng", "Nightly backups are verified by a restore test")
+    shown = cli("audit", "replay", str(later))  # as of its instant: what it saw, not what came since
+    assert shown.returncode == 0 and "identical: the same 1 refs" in shown.stdout
+    assert kernel.search("acme/eng", "nightly backups", k=5).hits[0].id != kept
+    assert cli("audit", "replay", "999999").returncode == 4
+    assert cli("audit", "replay", "0").returncode == 2  # typer's own bound: a usage error
+
+
+def test_replay_differs_with_exit_17_and_over_rest_only_within_the_admins_subtree(api_server, kernel, cli):
+    kernel.remember("acme/eng", "The canteen opens at 08:00")
+    kernel.search("acme/eng", "canteen opens", k=5, driver="baseline")
+    seq = _last_search_seq(kernel)
+    with kernel.engine.connect() as conn:
+        detail = conn.exec_driver_sql("SELECT detail FROM audit_log WHERE seq = %s", (seq,)).scalar()
+    assert kernel.replay(seq).identical
+    kernel.remember("acme/sales", "The canteen in sales opens at 07:30")  # another namespace: no change
+    assert kernel.replay(seq).identical and "canteen" not in detail
+    url = f"{api_server.url}/v1/audit/replay/{seq}"
+    eng_admin, sales_admin = make_token(kernel, "acme/eng", "admin"), make_token(kernel, "acme/sales", "admin")
+    ok = httpx2.post(url, headers=bearer(eng_admin))
+    assert ok.status_code == 200 and ok.json()["identical"] is True and ok.json()["namespace"] == "acme/eng"
+    hidden = httpx2.post(url, headers=bearer(sales_admin))
+    absent = httpx2.post(f"{api_server.url}/v1/audit/replay/999999", headers=bearer(sales_admin))
+    assert hidden.status_code == absent.status_code == 404
+    assert hidden.json()["detail"].replace(str(seq), "N") == absent.json()["detail"].replace("999999", "N")
+    assert httpx2.post(url, headers=bearer(make_token(kernel, "acme/eng", "read"))).status_code == 403
+    # a concept returned then cannot come back as of then: replay differs, says why, exits 17
+    kernel.put_concept("acme/eng", "eng/canteen", "Canteen: opens 08:00, closes 15:00")
+    kernel.search("acme/eng", "canteen opens", k=5)
+    concept_seq = _last_search_seq(kernel)
+    found = kernel.replay(concept_seq)
+    assert not found.identical and any("concepts keep no history" in r for r in found.reasons)
+    assert found.missing == ["acme/eng:eng/canteen"]
+    shown = cli("audit", "replay", str(concept_seq))
+    assert shown.returncode == REPLAY_DIFFERS_EXIT and "missing   acme/eng:eng/canteen" in shown.stdout
