@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 from urllib.parse import quote, urlencode, urlsplit
 
 from .errors import AuthenticationError, HalomemError, ServiceUnreachableError, error_for_problem
-from .results import (ConceptStored, EntityAdded, Erased, Hit, IngestReport, MemoryRow, NewMemory, Replay, SearchResult,
+from .results import (ConceptStored, EntityAdded, Erased, Feedback, Hit, IngestReport, MemoryRow, NewMemory, Replay, SearchResult,
                       WhoSaw)
 
 if TYPE_CHECKING:
@@ -292,6 +292,12 @@ class Client:
 
     def who_saw(self, memory_id: str) -> WhoSaw:
         return WhoSaw.from_dict(self._call("GET", "/v1/audit/who-saw", params={"memory_id": memory_id}))
+
+    def feedback(self, request_id: str, ref: str, verdict: str, note: str | None = None) -> Feedback:
+        body: dict[str, Any] = {"request_id": request_id, "ref": ref, "verdict": verdict}
+        if note:
+            body["note"] = note
+        return Feedback.from_dict(self._call("POST", "/v1/feedback", json=body))
 
     def replay(self, seq: int) -> Replay:
         return Replay.from_dict(self._call("POST", f"/v1/audit/replay/{int(seq)}"))

@@ -168,6 +168,8 @@ PROBLEM_TYPE_PREFIX = "urn:halomem:problem:"
 
 # not an error: `audit replay` ran, and its answer differs from the recorded one
 REPLAY_DIFFERS_EXIT = 17
+# not an error: `eval --fail-if-worse D` ran, and D is significantly worse than baseline
+EVAL_WORSE_EXIT = 18
 
 EXIT_CODES: dict[int, str] = {
     0: "success",
@@ -175,6 +177,7 @@ EXIT_CODES: dict[int, str] = {
     2: "usage error (unknown command or option)",
     **{cls.exit_code: cls.kind for cls in ERROR_CLASSES if cls not in (PayloadTooLargeError, MethodNotAllowedError)},
     REPLAY_DIFFERS_EXIT: "audit replay: the search answers differently now (the diff is printed)",
+    EVAL_WORSE_EXIT: "eval --fail-if-worse: that driver is significantly worse than baseline",
     130: "interrupted (Ctrl-C)",
     143: "stopped by SIGTERM (after a clean shutdown)",
 }

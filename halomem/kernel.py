@@ -25,6 +25,7 @@ from .embed import DEFAULT_SPEC, Embedder, EmbedderOptions, get_embedder
 from .embed.registry import ActiveEmbedder
 
 if TYPE_CHECKING:
+    from .auth.rights import Caller
     from .write.reembed import Reembedded
 from .errors import InvalidInputError, NotFoundError
 from .index import MemoryIndex, Scope
@@ -352,6 +353,14 @@ class Kernel:
             rows = reader.fetch(Scope(ns), [r.ref for r in then.refs if r.tier == "L2"], live=False)
         return replays.compare(then, now, embedder_now=embedder_now, mounted=mounted,
                                erased=[i for i, row in rows.items() if row.erased_at is not None])
+
+    def feedback(self, caller: "Caller", about: str, ref: str, verdict: str, note: str | None = None, *,
+                 request_id: str | None = None):  # noqa: ANN201 - results.Feedback
+        """``caller``'s verdict on a ref the search of request ``about`` returned (audit.feedback)."""
+        from .audit.feedback import give
+
+        with self.engine.begin() as conn:
+            return give(conn, caller, about, ref, verdict, note, request_id or new_request_id())
 
     def prune_queries(self, retention_days: float) -> int:
         """Search query texts past their retention (audit.seen); the chain keeps their digests."""

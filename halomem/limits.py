@@ -27,6 +27,7 @@ MAX_DRIVER_NAME_CHARS = 100
 MAX_PAGE = 100  # memories one `recent` page holds
 MAX_BATCH = 100  # memories one remember_many call writes
 MAX_AS_OF_CHARS = 64  # an as-of instant as text (halomem.as_of)
+MAX_NOTE_CHARS = 500  # a feedback note
 
 
 def namespace(value: str | Namespace | None) -> Namespace:

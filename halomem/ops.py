@@ -19,7 +19,7 @@ from .errors import DriverError, HalomemError, NotFoundError, PermissionDeniedEr
 from .kernel import Kernel
 from .limits import MAX_REASON_CHARS, check_id, check_seq, check_text, namespace
 from .policy import Policy
-from .results import (ConceptStored, EntityAdded, Erased, IngestReport, MemoryRow, NewMemory, Page, Replay,
+from .results import (ConceptStored, EntityAdded, Erased, Feedback, IngestReport, MemoryRow, NewMemory, Page, Replay,
                       SearchResult, WhoSaw)
 from .types import Namespace, ScoredRef
 from .embed import Embedder
@@ -78,6 +78,26 @@ class Operations:
         return self._run("search", READ, lambda ns, rid: self.kernel.search(
             ns, query, k=k, token_budget=token_budget, sources=sources, driver=driver, request_id=rid,
             after_lsn=self.consistency.after, as_of=as_of))
+
+    def feedback(self, about: str, ref: str, verdict: str, note: str | None = None) -> Feedback:
+        """A verdict on a ref that request ``about`` returned to this caller (or, for an admin, to a
+        principal it administers); any other ref is "not returned to you", whether or not it exists."""
+        return self._run("feedback", None, lambda ns, rid: self.kernel.feedback(self.caller, about, ref, verdict, note,
+                                                                                request_id=rid))
+
+    def eval(self, judgements: Sequence[Any] | None, drivers: Sequence[str]) -> Any:
+        """Candidate drivers judged on ``judgements`` (None: from the feedback on this namespace's
+        searches) at one instant, read-only (halomem.eval); one ``eval ok`` row."""
+        from .eval import from_feedback, run_eval
+
+        def run(ns: Namespace, rid: str) -> Any:
+            judged = judgements
+            if judged is None:
+                with self.kernel.engine.connect() as conn:
+                    judged = from_feedback(conn, ns.path)
+            return run_eval(self.kernel, ns, judged, drivers)
+
+        return self._run("eval", READ, run, kernel_audits=False)
 
     def whoami(self) -> dict[str, Any]:
         """Who the token stands for and what it reads: its namespace's lineage, root first."""

@@ -233,6 +233,17 @@ class ReplayJSON(TypedDict):
     request_id: str
 
 
+class FeedbackJSON(TypedDict):
+    id: int
+    request_id: str  # the search the feedback is about
+    ref: str
+    memory_id: Optional[str]
+    namespace: str
+    verdict: str
+    note: Optional[str]
+    at: str
+
+
 class TokenJSON(TypedDict):
     id: str
     name: str
@@ -510,3 +521,25 @@ class Replay:
                    data["replayed_driver"], data["recorded_embedder"], data["replayed_embedder"],
                    [ReplayedRef(**r) for r in data["recorded"]], [ReplayedRef(**r) for r in data["replayed"]],
                    list(data["reasons"]), data.get("request_id", ""))
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """A verdict on one ref a search returned (audit.feedback)."""
+
+    id: int
+    request_id: str
+    ref: str
+    memory_id: str | None
+    namespace: str
+    verdict: str
+    note: str | None
+    at: str
+
+    def to_dict(self) -> FeedbackJSON:
+        return asdict(self)  # type: ignore[return-value]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Feedback":
+        return cls(**{k: data[k] for k in ("id", "request_id", "ref", "memory_id", "namespace", "verdict", "note",
+                                           "at")})

@@ -3,8 +3,9 @@ import textwrap
 from pathlib import Path
 
 
-def install_third_party(root: Path) -> Path:
-    """Write `thirdparty_cartridge` (module + dist-info) under ``root``; put ``root`` on the path to use it."""
+def install_third_party(root: Path, ranking: str = "hybrid_rank(q)") -> Path:
+    """Write `thirdparty_cartridge` (module + dist-info) under ``root``; put ``root`` on the path to use it.
+    ``ranking``: the expression its plan() returns (a worse one for tests that need a worse arm)."""
     dist = root / "thirdparty_cartridge-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty-cartridge\nVersion: 1.0\n")
@@ -20,6 +21,6 @@ def install_third_party(root: Path) -> Path:
                 return Capabilities()
 
             def plan(self, q):
-                return hybrid_rank(q)
-    '''))
+                return RANKING
+    ''').replace("RANKING", ranking))
     return root

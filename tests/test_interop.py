@@ -16,7 +16,7 @@ from tests.conftest import make_token
 
 INTEROP = Path(__file__).parent / "interop"
 ALL_TOOLS = {"search", "get", "recent", "history", "whoami", "entities", "concepts", "remember", "remember_many",
-             "supersede", "erase"}
+             "supersede", "erase", "feedback"}
 
 
 @pytest.fixture(scope="module")

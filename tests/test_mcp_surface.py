@@ -34,9 +34,9 @@ def session_for(api_server, kernel):
 def test_tools_are_offered_per_scope_with_titles_annotations_and_schemas(session_for, api_server, kernel):
     offered = {scopes: {t.name: t for t in session_for(scopes=scopes).list_tools()}
                for scopes in ("read", "write", "read,write")}
-    assert set(offered["read"]) == READ_TOOLS | {"whoami"}
+    assert set(offered["read"]) == READ_TOOLS | {"whoami", "feedback"}
     assert set(offered["write"]) == WRITE_TOOLS | {"whoami"}
-    assert set(offered["read,write"]) == READ_TOOLS | WRITE_TOOLS | {"whoami"}
+    assert set(offered["read,write"]) == READ_TOOLS | WRITE_TOOLS | {"whoami", "feedback"}
     for name, tool in offered["read,write"].items():
         assert tool.title and tool.description and tool.output_schema, name
         assert tool.input_schema["additionalProperties"] is False, name
@@ -109,6 +109,7 @@ VALID = {
     "remember_many": {"memories": [{"content": "A fact"}, {"content": "Another", "source": "s"}]},
     "supersede": {"id": "{id2}", "content": "A new version", "source": "runbook"},
     "erase": {"id": "{id3}", "reason": "a deletion request"},
+    "feedback": {"request_id": "0" * 32, "ref": "{id}", "verdict": "helpful", "note": "spot on"},
 }
 BAD_VALUES = [True, "3", 3.5, None, [], {}, "", " \t", "a\x00b", "x" * 70_000, 0, -1, 10**7, "ok\x01"]
 

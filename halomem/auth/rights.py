@@ -40,6 +40,15 @@ def within(namespace: Namespace | str, root: Namespace | str) -> bool:
     return ns == top or ns.startswith(top + "/")
 
 
+def may_judge(caller: Caller, search_principal: str | None, search_namespace: str) -> bool:
+    """Whether ``caller`` may give feedback on what a search returned: the principal that was
+    handed it, or an admin over the namespace it searched from (the local operator of that
+    namespace or an ancestor, by local trust)."""
+    if caller.principal_id is not None and caller.principal_id == search_principal:
+        return True
+    return ADMIN in caller.scopes and within(search_namespace, caller.namespace)
+
+
 def authorize(caller: Caller, right: str, target: Namespace | None = None) -> Namespace:
     """The namespace the request acts on, or PermissionDeniedError.
 

@@ -28,3 +28,10 @@ METRICS = {"R@5": lambda r, rel: recall_at(r, rel, 5), "R@10": lambda r, rel: re
 
 def score_all(ranked: Sequence[str], relevant: set[str]) -> dict[str, float]:
     return {name: fn(ranked, relevant) for name, fn in METRICS.items()}
+
+
+def graded_ndcg_at(ranked: Sequence[str], grades: dict[str, float], k: int) -> float:
+    """nDCG@k with graded relevance (gain = grade), as trec_eval's ndcg_cut; binary grades give ndcg_at."""
+    dcg = sum(grades.get(doc, 0.0) / math.log2(i + 2) for i, doc in enumerate(ranked[:k]))
+    ideal = sum(g / math.log2(i + 2) for i, g in enumerate(sorted(grades.values(), reverse=True)[:k]))
+    return dcg / ideal if ideal else 0.0

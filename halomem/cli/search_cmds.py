@@ -40,6 +40,21 @@ def register(app: typer.Typer) -> None:
             print_text(h.content)
 
 
+    @app.command()
+    def feedback(request_id: str = typer.Argument(..., help="The request_id of the search (search --json)."),
+                 ref: str = typer.Argument(..., help="The hit's id (or its ref, for a concept)."),
+                 verdict: str = typer.Argument(..., help="helpful, not-helpful or wrong."),
+                 note: Optional[str] = typer.Option(None, "--note", help="Why, in a sentence (cleared if the memory "
+                                                    "is erased)."),
+                 ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
+        """A verdict on a hit a search returned (locally: a search made in --ns or below)."""
+        given = data(ns).feedback(request_id, ref, verdict, note)
+        if as_json:
+            emit_json(given.to_dict())
+        else:
+            out.print(f"recorded {given.verdict} for {given.ref} (request {given.request_id})", markup=False)
+
+
 @drivers_app.command("list")
 def drivers_list(as_json: bool = JsonOption) -> None:
     """Drivers mounted at boot and their capabilities."""

@@ -264,6 +264,15 @@ def _v9_search_seen(conn: Connection, dim: int) -> None:
     conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS search_queries_at_idx ON search_queries (at)")
 
 
+def _v10_feedback(conn: Connection, dim: int) -> None:
+    """Feedback on returned refs (audit.feedback)."""
+    from .schema import feedback
+
+    feedback.create(conn, checkfirst=True)
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS feedback_seq_idx ON feedback (seq)")
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS feedback_memory_idx ON feedback (memory_id)")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (1, "initial schema", _v1_initial),
     (2, "select-only reader role", _v2_reader_role),
@@ -274,6 +283,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (7, "token lineage", _v7_token_lineage),
     (8, "passage vectors", _v8_passages),
     (9, "what searches returned", _v9_search_seen),
+    (10, "feedback on returned refs", _v10_feedback),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -155,6 +155,21 @@ search_queries = sa.Table(
     sa.Column("query", sa.Text, nullable=False),
 )
 
+# Feedback on a ref a search returned (halomem.audit.feedback): the verdict is judged data, kept for
+# reports; the note is user data, cleared when the memory is erased.
+feedback = sa.Table(
+    "feedback", metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True),
+    sa.Column("seq", sa.BigInteger, sa.ForeignKey("audit_log.seq", ondelete="CASCADE"), nullable=False),
+    sa.Column("ref", sa.Text, nullable=False),
+    sa.Column("memory_id", sa.Text, nullable=True),
+    sa.Column("namespace", sa.Text, nullable=False),  # the search's (caller) namespace
+    sa.Column("principal", sa.Text, nullable=True),  # who gave it; None: the local operator
+    sa.Column("verdict", sa.Text, nullable=False),
+    sa.Column("note", sa.Text, nullable=True),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+)
+
 
 NAMESPACE_INDEX_COMMENT = "halomem namespace index: "
 

@@ -7,7 +7,7 @@ is a ``namespace``/``ns`` query parameter. Admin routes name their *target* name
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.security import HTTPBearer
@@ -16,10 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..auth.store import parse_duration
 from ..errors import AuthenticationError, InvalidInputError
-from ..limits import MAX_AS_OF_CHARS, MAX_BATCH, MAX_BUDGET, MAX_ID_CHARS, MAX_K, MAX_PAGE, namespace
+from ..limits import MAX_AS_OF_CHARS, MAX_BATCH, MAX_BUDGET, MAX_ID_CHARS, MAX_K, MAX_NOTE_CHARS, MAX_PAGE, namespace
 from ..ops import Operations
 from ..pipeline import Pipeline
 from ..results import (AuditJSON, BatchJSON, ChainJSON, ConceptsJSON, ConceptStoredJSON, EntitiesJSON, EntityAddedJSON,
+                       FeedbackJSON,
                        ErasedJSON, IngestJSON, IssuedTokenJSON, MaterializedJSON, MemoryJSON, NewMemoryJSON, PageJSON,
                        PolicyJSON, ReplayJSON, SearchJSON, SupersededJSON, TokenJSON, TokensJSON, WhoamiJSON,
                        WhoSawJSON)
@@ -62,6 +63,14 @@ class BatchIn(Closed):
 
 class EraseIn(Closed):
     reason: str = Field("", max_length=2000)
+
+
+class FeedbackIn(Closed):
+    request_id: str = Field(max_length=MAX_ID_CHARS, description="The request_id of the search that returned the hit.")
+    ref: str = Field(max_length=MAX_ID_CHARS, description="The hit's id (or its ref, for a concept).")
+    verdict: Literal["helpful", "not-helpful", "wrong"]
+    note: Optional[str] = Field(None, max_length=MAX_NOTE_CHARS, description="Why, in a sentence (user data: "
+                                "cleared when the memory is erased).")
 
 
 class EntityIn(Closed):
@@ -193,6 +202,11 @@ def build_router(pipeline: Pipeline) -> APIRouter:
         # already JSON types: a JSONResponse skips FastAPI's recursive encoder (0.3 ms a search here)
         return JSONResponse(ops.search(body.query, k=body.k, token_budget=body.token_budget,
                                        sources=body.sources, driver=body.driver, as_of=body.as_of).to_dict())
+
+    @r.post("/feedback", status_code=201, summary="A verdict on a hit a search returned to the caller",
+            responses=shape(FeedbackJSON, 201))
+    def feedback(body: FeedbackIn, ops: Operations = Ops) -> dict[str, Any]:
+        return ops.feedback(body.request_id, body.ref, body.verdict, body.note).to_dict()
 
     @r.get("/entities", summary="Entities visible to the caller", responses=shape(EntitiesJSON))
     def entities(ops: Operations = Ops) -> dict[str, Any]:

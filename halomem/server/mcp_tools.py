@@ -23,10 +23,11 @@ from ..auth.rights import READ, WRITE, Caller
 from ..errors import HalomemError, InvalidInputError
 from ..kernel import Kernel
 from ..limits import (MAX_AS_OF_CHARS, MAX_BATCH, MAX_BUDGET, MAX_CONTENT_CHARS, MAX_ID_CHARS, MAX_K, MAX_PAGE, MAX_QUERY_CHARS,
-                      MAX_REASON_CHARS, MAX_SOURCE_CHARS, MAX_SOURCES)
+                      MAX_NOTE_CHARS, MAX_REASON_CHARS, MAX_SOURCE_CHARS, MAX_SOURCES)
 from ..ops import Operations
 from ..pipeline import Pipeline, Request
-from ..results import (SCORE_DIGITS, BatchJSON, ChainJSON, ConceptsJSON, EntitiesJSON, ErasedJSON, MemoryJSON,
+from ..results import (SCORE_DIGITS, BatchJSON, ChainJSON, ConceptsJSON, EntitiesJSON, ErasedJSON, FeedbackJSON,
+                       MemoryJSON,
                        NewMemoryJSON, PageJSON, SearchJSON, SupersededJSON, WhoamiJSON)
 from . import mcp_text
 from .edge import current
@@ -138,7 +139,8 @@ MCP_METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call", "reso
                          "logging/setLevel"})
 # which scope each tool needs (whoami: none); tools/list offers a token only what it may call
 TOOL_SCOPES = {"search": READ, "get": READ, "recent": READ, "history": READ, "entities": READ, "concepts": READ,
-               "remember": WRITE, "remember_many": WRITE, "supersede": WRITE, "erase": WRITE, "whoami": None}
+               "remember": WRITE, "remember_many": WRITE, "supersede": WRITE, "erase": WRITE, "whoami": None,
+               "feedback": READ}  # it judges what a search returned: whoever may search
 READS = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 ADDS = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
 DELETES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
@@ -251,6 +253,21 @@ def build_mcp(kernel: Kernel, pipeline: Pipeline, *, http: bool = False, stdio_t
         found = {"hits": [{"ref": h.ref, "score": round(h.score, SCORE_DIGITS), "content": h.content,
                            "token_estimate": h.token_estimate} for h in hits]}
         return answer(found, mcp_text.concepts(found))
+
+    @mcp.tool(title="Feedback on a search hit", annotations=ADDS, description=(
+        "Tell the memory whether a hit a search returned to you was helpful, not-helpful or wrong (an optional "
+        "short note says why). Name the search by its request_id and the hit by its id (or ref)."))
+    async def feedback(request_id: Annotated[str, Field(max_length=MAX_ID_CHARS, pattern=TEXT, description=(
+                           "The request_id of the search that returned the hit."))],
+                       ref: Annotated[str, Field(max_length=MAX_ID_CHARS, pattern=TEXT, description=(
+                           "The hit's id (or its ref, for a concept)."))],
+                       verdict: Annotated[Literal["helpful", "not-helpful", "wrong"], Field(description=(
+                           "helpful, not-helpful, or wrong (the memory is incorrect)."))],
+                       note: Annotated[Optional[str], Field(None, max_length=MAX_NOTE_CHARS, pattern=NO_NUL,
+                                                            description="Why, in a sentence.")] = None
+                       ) -> Annotated[CallToolResult, FeedbackJSON]:
+        given = (await call(lambda ops: ops.feedback(request_id, ref, verdict, note))).to_dict()
+        return answer(given, f"Recorded {given['verdict']} for {given['ref']} (request {given['request_id']}).")
 
     @mcp.tool(title="Remember", annotations=ADDS, description=(
         "Remember one durable fact in your namespace; returns its id. When it replaces an existing memory, use "

@@ -14,6 +14,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import Connection
 
 from .. import audit
+from ..audit.feedback import forget_notes
 from ..audit.seen import forget_queries_that_returned
 from ..cold import check_concept_path
 from ..db.schema import concepts, entities, entity_aliases, memories, passages, policies
@@ -154,6 +155,7 @@ class Writer:
             conn.execute(sa.delete(passages).where(passages.c.memory_id == memory_id))
             forget_shadow(conn, memory_id)
             forget_queries_that_returned(conn, [memory_id])  # a query that found it may quote it
+            forget_notes(conn, [memory_id])  # and so may a note left on it
             audit.append(conn, ns.path, "erase", f"erase ok id={memory_id} reason={json.dumps(reason[:200])}",
                          request_id or new_request_id())
 
