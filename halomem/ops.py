@@ -15,7 +15,7 @@ from . import audit
 from .auth import ADMIN, READ, WRITE, Caller, authorize
 from .auth.store import IssuedToken, Principal, PrincipalStore
 from .db.replicas import Consistency
-from .errors import DriverError, HalomemError, NotFoundError, PermissionDeniedError
+from .errors import DriverError, HalomemError, InvalidInputError, NotFoundError, PermissionDeniedError
 from .kernel import Kernel
 from .limits import MAX_REASON_CHARS, check_id, check_seq, check_text, namespace
 from .policy import Policy
@@ -98,6 +98,19 @@ class Operations:
             return run_eval(self.kernel, ns, judged, drivers)
 
         return self._run("eval", READ, run, kernel_audits=False)
+
+    def policy_report(self, days: float = 7.0) -> dict[str, Any]:
+        """Each arm's record over the last ``days`` of searches made here and below (policy.report)."""
+        from .policy.report import policy_report
+
+        if not 0 < days <= 3660:
+            raise InvalidInputError("days must be in 0..3660")
+
+        def run(ns: Namespace, rid: str) -> dict[str, Any]:
+            with self.kernel.engine.connect() as conn:
+                return policy_report(conn, ns, days)
+
+        return self._run("policy", ADMIN, run, kernel_audits=False)
 
     def whoami(self) -> dict[str, Any]:
         """Who the token stands for and what it reads: its namespace's lineage, root first."""

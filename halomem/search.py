@@ -94,15 +94,21 @@ class Searcher:
         request_id = request_id or new_request_id()
         started = time.perf_counter()
         with self.engine.connect() as conn:
-            requested = driver or choose_driver(effective_policy(conn, ns), query)
+            policy = effective_policy(conn, ns)
+        requested = driver or choose_driver(policy, query)
+        shadow = None if driver or replaying is not None or not policy.ab_test else policy.ab_test.shadowed(query)
         chosen, unmounted = self.registry.resolve(requested)
         used: dict[str, str] = {}
+        shadowed: dict[str, str] = {}
 
         def read(index: MemoryIndex) -> tuple[Planned, SearchResult]:
             with index.reader() as reader:
                 embedder = self.embedders.follow(reader.store_embedder())
                 used["embedder"] = embedder.name
                 planned = self._plan(reader, scope, embedder, chosen, query, k, token_budget)
+                if shadow:
+                    shadowed.update(self._shadow(reader, scope, embedder, shadow, query, k, token_budget,
+                                                 [r.ref for r in planned.refs if r.ref in planned.admitted]))
                 return planned, self._materialize(reader, scope, query, planned, requested, request_id)
 
         try:  # a replica that fails mid-read is set aside and the primary answers (ReadRouter.read)
@@ -123,7 +129,8 @@ class Searcher:
         for note in notes:
             log.warning("%s", note)
             self._audit(ns, "fallback", note, request_id)
-        detail = f"search ok returned={len(result.hits)} tokens={result.tokens} driver={result.driver}"
+        detail = (f"search ok returned={len(result.hits)} tokens={result.tokens} driver={result.driver}"
+                  f" ms={result.elapsed_ms:.2f}")
         if result.dropped:
             detail += f" dropped={result.dropped}"
         if result.warnings:
@@ -134,6 +141,7 @@ class Searcher:
             detail += f" as_of={result.as_of}"
         if sources:  # what replay needs to ask the same question
             detail += " sources=" + json.dumps(list(sources), separators=(",", ":"))
+        detail += "".join(f" {key}={value}" for key, value in shadowed.items())
         self._audit_search(ns, detail, request_id, result, query, k, token_budget, used.get("embedder", "-"),
                            requested)
         for observe in self.observers:
@@ -165,6 +173,29 @@ class Searcher:
             except Exception as exc:
                 raise DriverError(f"driver {driver.name!r} failed: {type(exc).__name__}: {exc}") from None
             return run(self.registry.get(DriverRegistry.FALLBACK), note, fresh_view())
+
+    def _shadow(self, reader: IndexReader, scope: Scope, embedder: Embedder, name: str, query: str, k: int,
+                budget: int, served: list[str]) -> dict[str, str]:
+        """The shadow arm beside the answer (policy ab_test shadow): its refs, their overlap@k with
+        what was served and its plan time, for the audit row only. Nobody is handed these refs, and
+        a shadow that fails or is not mounted never touches the answer."""
+        if not self.registry.has(name):
+            return {"shadow": name, "shadow_error": "unmounted"}
+        view = build_scoped_view(reader, scope, embedder)
+        embed_query(view, query)
+        started = time.perf_counter()
+        try:
+            refs = self._checked(name, self.registry.get(name).plan(
+                RetrieverQuery(query=query, view=view, token_budget=budget, k=k)))
+        except Exception as exc:  # noqa: BLE001 - a shadow's failure is recorded, never raised
+            return {"shadow": name, "shadow_error": type(exc).__name__}
+        ms = (time.perf_counter() - started) * 1000
+        admitted = admitted_refs(view)
+        kept = [r for r in refs if r.ref in admitted][:k]
+        overlap = len({r.ref for r in kept} & set(served[:k])) / k
+        return {"shadow": name, "shadow_ms": f"{ms:.2f}", "shadow_overlap": f"{overlap:.3f}",
+                "shadow_refs": json.dumps([[i, r.tier, r.ref, round(r.score, seen_log.SCORE_DIGITS)]
+                                           for i, r in enumerate(kept, 1)], separators=(",", ":"))}
 
     @staticmethod
     def _checked(name: str, refs: object) -> list[ScoredRef]:

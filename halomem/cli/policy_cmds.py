@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from ..errors import InvalidInputError
-from .common import JsonOption, NsOption, data, emit_json, out, store
+from .common import JsonOption, NsOption, data, emit_json, literal, out, remote, store
 
 app = typer.Typer(no_args_is_help=True, help="Per-namespace retriever routing.")
 
@@ -16,14 +16,16 @@ app = typer.Typer(no_args_is_help=True, help="Per-namespace retriever routing.")
 def policy_set(ns: Optional[str] = NsOption, retriever: Optional[str] = typer.Option(None),
                ab_a: Optional[str] = typer.Option(None, "--ab-a"), ab_b: Optional[str] = typer.Option(None, "--ab-b"),
                pct_b: Optional[int] = typer.Option(None, "--pct-b"),
+               shadow: bool = typer.Option(False, "--shadow", help="With --ab-*: a answers every query; b runs "
+                                           "beside it on its share and only its refs are recorded."),
                allow_unmounted: bool = typer.Option(False, "--allow-unmounted", help="Name a driver that is not "
                                                     "installed yet (searches serve baseline until it is)."),
                as_json: bool = JsonOption) -> None:
     """Route a namespace to one driver (--retriever) or split it (--ab-a A --ab-b B --pct-b 25)."""
-    if retriever and not any((ab_a, ab_b, pct_b is not None)):
+    if retriever and not any((ab_a, ab_b, pct_b is not None, shadow)):
         wanted: dict = {"retriever": retriever}
     elif not retriever and ab_a and ab_b and pct_b is not None:
-        wanted = {"ab_test": {"a": ab_a, "b": ab_b, "pct_b": pct_b}}
+        wanted = {"ab_test": {"a": ab_a, "b": ab_b, "pct_b": pct_b, **({"shadow": True} if shadow else {})}}
     else:
         raise InvalidInputError("give either --retriever NAME or all of --ab-a, --ab-b and --pct-b")
     ops = data(ns)
@@ -64,6 +66,8 @@ def describe(policy) -> str:  # noqa: ANN001 - halomem.policy.Policy
     """A policy in words: 'retriever graph' or 'A/B: baseline, 25% of queries to keyword'."""
     if policy.ab_test:
         t = policy.ab_test
+        if t.shadow:
+            return f"A/B shadow: {t.a} answers every query; {t.b} runs beside it on {t.pct_b}% (by query hash)"
         return f"A/B split: {100 - t.pct_b}% of queries to {t.a}, {t.pct_b}% to {t.b} (by query hash)"
     return f"retriever {policy.retriever}"
 
@@ -101,3 +105,65 @@ def policy_import(path: Path, allow_unmounted: bool = typer.Option(False, "--all
     emit_json({"imported": len(parsed)}) if as_json else out.print(f"imported {len(parsed)} policies")
 
 
+
+
+@app.command("report")
+def policy_report(ns: Optional[str] = NsOption,
+                  days: float = typer.Option(7.0, "--days", help="The window: searches of the last DAYS."),
+                  plot: Optional[Path] = typer.Option(None, "--out", help="Also write a PNG: each arm's helpful "
+                                                      "share with its 95% interval (needs matplotlib)."),
+                  as_json: bool = JsonOption) -> None:
+    """Per arm over the window, from the audit rows and feedback: searches, plan p50/p95, fallback and
+    empty-answer rates, helpful share with its interval, and (for an A/B split) a verdict."""
+    from rich.table import Table
+
+    if remote() is not None:
+        raise InvalidInputError("policy report reads the local store (unset HALOMEM_URL)")
+    report = data(ns).policy_report(days)
+    if plot is not None:
+        _plot(report, plot)
+    if as_json:
+        emit_json(report)
+        return
+    table = Table("arm", "searches", "plan p50 ms", "plan p95 ms", "fallback", "empty", "feedback", "helpful [95%]")
+    fmt = (lambda v, spec: "-" if v is None else format(v, spec))
+    for arm in report["arms"]:
+        low, high = arm["helpful_interval"]
+        helpful = "-" if arm["helpful_rate"] is None else f"{arm['helpful_rate']:.2f} [{low:.2f}, {high:.2f}]"
+        table.add_row(literal(arm["driver"]), str(arm["searches"]), fmt(arm["plan_p50_ms"], ".1f"),
+                      fmt(arm["plan_p95_ms"], ".1f"), fmt(arm["fallback_rate"], ".1%"), fmt(arm["empty_rate"], ".1%"),
+                      str(arm["feedback"]), helpful)
+    out.print(f"{report['namespace']}, last {report['days']:g} days, policy {report['policy']}", markup=False)
+    out.print(table)
+    for s in report["shadows"]:
+        out.print(f"shadow {s['driver']}: {s['runs']} runs, {s['failures']} failed, overlap@k with the answer "
+                  f"{s['overlap_at_k']}, plan p50 {s['plan_p50_ms']} ms", markup=False)
+    if "verdict" in report:
+        v = report["verdict"]
+        more = f" (about {v['more_searches']} more searches per arm)" if v.get("more_searches") else ""
+        out.print(f"verdict: {v['verdict']}{more}", markup=False)
+
+
+def _plot(report: dict, path: Path) -> None:
+    from ..bench.report import _pyplot
+    from ..errors import ConfigError
+
+    plt = _pyplot()
+    if plt is None:
+        raise ConfigError("--out needs matplotlib (pip install matplotlib)")
+    arms = [a for a in report["arms"] if a["feedback"]]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    rates = [a["helpful_rate"] for a in arms]
+    errors = [[r - a["helpful_interval"][0] for r, a in zip(rates, arms)],
+              [a["helpful_interval"][1] - r for r, a in zip(rates, arms)]]
+    ax.bar([a["driver"] for a in arms], rates, yerr=errors, capsize=6, color="#4c72b0")
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("helpful share of feedback")
+    ax.set_title(f"{report['namespace']}: arms over {report['days']:g} days")
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=110)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)

@@ -1,7 +1,9 @@
-"""Policy values: `retriever: NAME` or `ab_test: {a, b, pct_b}`.
+"""Policy values: `retriever: NAME` or `ab_test: {a, b, pct_b[, shadow]}`.
 
 The A/B arm is chosen by hashing the query text (32-bit FNV-1a) against pct_b, so the same query
-always routes to the same arm: retries, replays and caches never flip drivers mid-flight.
+always routes to the same arm: retries, replays and caches never flip drivers mid-flight. With
+``shadow: true`` every caller is answered by a; b runs beside it on the queries its share picks,
+and only its refs are recorded (halomem.search), for overlap and for judging it before it serves.
 """
 from __future__ import annotations
 
@@ -28,9 +30,18 @@ class ABTest:
     a: str
     b: str
     pct_b: int
+    shadow: bool = False
+
+    def picks_b(self, query: str) -> bool:
+        return fnv1a32(query) % 100 < self.pct_b
 
     def arm(self, query: str) -> str:
-        return self.b if fnv1a32(query) % 100 < self.pct_b else self.a
+        """The driver that answers: b on its share, unless b only shadows."""
+        return self.b if self.picks_b(query) and not self.shadow else self.a
+
+    def shadowed(self, query: str) -> str | None:
+        """The driver that runs beside the answer without serving it, if any."""
+        return self.b if self.shadow and self.picks_b(query) else None
 
 
 @dataclass(frozen=True)
@@ -42,7 +53,7 @@ class Policy:
     def to_dict(self) -> dict[str, Any]:
         if self.ab_test:
             t = self.ab_test
-            return {"ab_test": {"a": t.a, "b": t.b, "pct_b": t.pct_b}}
+            return {"ab_test": {"a": t.a, "b": t.b, "pct_b": t.pct_b, **({"shadow": True} if t.shadow else {})}}
         return {"retriever": self.retriever}
 
 
@@ -70,13 +81,16 @@ def parse_policy(data: Any, namespace: str | None = None) -> Policy:
         if not isinstance(t, dict):
             raise InvalidInputError("policy: ab_test must be a mapping {a, b, pct_b}")
         t = {("pct_b" if k == "pctB" else k): v for k, v in t.items()}
-        if set(t) != {"a", "b", "pct_b"}:
-            raise InvalidInputError("policy: ab_test needs exactly a, b and pct_b")
+        if not {"a", "b", "pct_b"} <= set(t) <= {"a", "b", "pct_b", "shadow"}:
+            raise InvalidInputError("policy: ab_test needs exactly a, b and pct_b (and optionally shadow)")
+        shadow = t.get("shadow", False)
+        if not isinstance(shadow, bool):
+            raise InvalidInputError("policy: ab_test.shadow must be true or false")
         pct = t["pct_b"]
         if isinstance(pct, bool) or not isinstance(pct, int) or not 0 <= pct <= 100:
             raise InvalidInputError("policy: pct_b must be an integer from 0 to 100")
-        return Policy(ab_test=ABTest(_driver_name(t["a"], "ab_test.a"), _driver_name(t["b"], "ab_test.b"), pct),
-                      namespace=namespace)
+        return Policy(ab_test=ABTest(_driver_name(t["a"], "ab_test.a"), _driver_name(t["b"], "ab_test.b"), pct,
+                                     shadow), namespace=namespace)
     raise InvalidInputError(f"policy must have exactly one of 'retriever' or 'ab_test' (got {sorted(keys)})")
 
 
