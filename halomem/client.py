@@ -299,5 +299,8 @@ class Client:
             body["note"] = note
         return Feedback.from_dict(self._call("POST", "/v1/feedback", json=body))
 
+    def namespaces(self) -> dict[str, Any]:
+        return self._call("GET", "/v1/namespaces")
+
     def replay(self, seq: int) -> Replay:
         return Replay.from_dict(self._call("POST", f"/v1/audit/replay/{int(seq)}"))

@@ -354,6 +354,12 @@ class Kernel:
         return replays.compare(then, now, embedder_now=embedder_now, mounted=mounted,
                                erased=[i for i, row in rows.items() if row.erased_at is not None])
 
+    def namespace_counts(self, subtree: str | Namespace) -> dict[str, int]:
+        """Live memories per namespace of ``subtree`` and below (what its admin administers)."""
+        with self.index.reader() as reader:
+            counts = reader.namespace_counts(str(subtree))
+        return {str(subtree): 0, **counts} if str(subtree) not in counts else counts
+
     def feedback(self, caller: "Caller", about: str, ref: str, verdict: str, note: str | None = None, *,
                  request_id: str | None = None):  # noqa: ANN201 - results.Feedback
         """``caller``'s verdict on a ref the search of request ``about`` returned (audit.feedback)."""

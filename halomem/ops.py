@@ -99,6 +99,17 @@ class Operations:
 
         return self._run("eval", READ, run, kernel_audits=False)
 
+    def namespaces(self) -> dict[str, Any]:
+        """The namespaces of the caller's subtree with their live memory counts (admin)."""
+        return self._run("namespaces", ADMIN, lambda ns, rid: {"root": ns.path, "namespaces": [
+            {"namespace": name, "memories": n} for name, n in sorted(self.kernel.namespace_counts(ns).items())]},
+            kernel_audits=False)
+
+    def audit_status(self) -> dict[str, Any]:
+        """Whether the hash chain verifies (admin): yes or no, no counts of rows it may not see."""
+        return self._run("audit", ADMIN, lambda ns, rid: {"verified": self.kernel.audit_verify().ok},
+                         kernel_audits=False)
+
     def policy_report(self, days: float = 7.0) -> dict[str, Any]:
         """Each arm's record over the last ``days`` of searches made here and below (policy.report)."""
         from .policy.report import policy_report

@@ -244,6 +244,28 @@ class FeedbackJSON(TypedDict):
     at: str
 
 
+class AuditStatusJSON(TypedDict):
+    verified: bool
+
+
+class NamespaceCountJSON(TypedDict):
+    namespace: str
+    memories: int  # live memories (current, not erased)
+
+
+class NamespacesJSON(TypedDict):
+    root: str
+    namespaces: list[NamespaceCountJSON]
+
+
+class PolicyReportJSON(TypedDict):  # halomem.policy.report builds it
+    namespace: str
+    days: float
+    policy: dict[str, Any]
+    arms: list[dict[str, Any]]
+    shadows: list[dict[str, Any]]
+
+
 class TokenJSON(TypedDict):
     id: str
     name: str

@@ -19,7 +19,7 @@ from .common import err, setup_logging
 COMMANDS: dict[str, tuple[str, str | None]] = {
     "init": ("memory_cmds", None), "remember": ("memory_cmds", None), "supersede": ("memory_cmds", None),
     "erase": ("memory_cmds", None), "history": ("memory_cmds", None), "ingest": ("memory_cmds", None),
-    "search": ("search_cmds", None), "feedback": ("search_cmds", None), "eval": ("eval_cmds", None),
+    "search": ("search_cmds", None), "feedback": ("search_cmds", None), "namespaces": ("search_cmds", None), "eval": ("eval_cmds", None),
     "entity": ("graph_cmds", "entity_app"), "concept": ("graph_cmds", "concept_app"),
     "policy": ("policy_cmds", "app"), "audit": ("audit_cmds", "app"), "db": ("db_cmds", "app"),
     "index": ("index_cmds", "app"), "drivers": ("search_cmds", "drivers_app"),
@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
 }
 # Commands whose first act is booting the kernel or the remote client (common.kernel / common.data),
 # which end start-up themselves (cli/startup.py); any other command ends it before it runs.
-BOOT_FIRST = frozenset({"init", "remember", "supersede", "erase", "history", "ingest", "search", "feedback", "eval",
+BOOT_FIRST = frozenset({"init", "remember", "supersede", "erase", "history", "ingest", "search", "feedback", "eval", "namespaces",
                         "entity",
                         "concept", "policy", "audit", "index", "drivers", "token", "serve", "mcp"})
 

@@ -41,6 +41,19 @@ def register(app: typer.Typer) -> None:
 
 
     @app.command()
+    def namespaces(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
+        """--ns and every namespace below it that holds memories, with live memory counts (remote
+        mode: the token's namespace and below; needs admin)."""
+        tree = data(ns).namespaces()
+        if as_json:
+            emit_json(tree)
+            return
+        root_depth = tree["root"].count("/")
+        for row in tree["namespaces"]:
+            indent = "  " * (row["namespace"].count("/") - root_depth)
+            out.print(f"{indent}{row['namespace']}  {row['memories']}", markup=False, highlight=False)
+
+    @app.command()
     def feedback(request_id: str = typer.Argument(..., help="The request_id of the search (search --json)."),
                  ref: str = typer.Argument(..., help="The hit's id (or its ref, for a concept)."),
                  verdict: str = typer.Argument(..., help="helpful, not-helpful or wrong."),

@@ -12,7 +12,7 @@ from ..db.schema import TEXT_SEARCH_CONFIG, concepts, entities, entity_aliases, 
 from ..embed.tokenize import terms, word_boundary_pattern
 from ..types import Candidate, CorpusStats, Entity, EntityFact, ScoredRef, VectorHit, estimate_tokens
 from . import lexical
-from .acl import Scope, visible
+from .acl import Scope, in_subtree, visible
 from .catalog import NamespaceIndexCatalog
 from ..results import MemoryRow
 
@@ -222,6 +222,14 @@ class IndexReader:
                 seen[row.id] = row
                 frontier += [x for x in (row.supersedes, row.superseded_by) if x and x not in seen]
         return sorted(seen.values(), key=lambda r: (r.t_valid_from, r.id))
+
+    def namespace_counts(self, root: str) -> dict[str, int]:
+        """Live memories per namespace of ``root``'s subtree (the admin rule, acl.in_subtree): what an
+        admin of ``root`` administers, and nothing outside it."""
+        stmt = (sa.select(memories.c.namespace, sa.func.count()).where(
+            in_subtree(memories.c.namespace, root), memories.c.t_valid_to.is_(None), memories.c.erased_at.is_(None))
+            .group_by(memories.c.namespace).order_by(memories.c.namespace))
+        return {ns: int(n) for ns, n in self.conn.execute(stmt)}
 
     def count_live(self, scope: Scope) -> int:
         stmt = sa.select(sa.func.count()).select_from(memories).where(visible(memories, scope))

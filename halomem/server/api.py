@@ -20,7 +20,7 @@ from ..limits import MAX_AS_OF_CHARS, MAX_BATCH, MAX_BUDGET, MAX_ID_CHARS, MAX_K
 from ..ops import Operations
 from ..pipeline import Pipeline
 from ..results import (AuditJSON, BatchJSON, ChainJSON, ConceptsJSON, ConceptStoredJSON, EntitiesJSON, EntityAddedJSON,
-                       FeedbackJSON,
+                       AuditStatusJSON, FeedbackJSON, NamespacesJSON, PolicyReportJSON,
                        ErasedJSON, IngestJSON, IssuedTokenJSON, MaterializedJSON, MemoryJSON, NewMemoryJSON, PageJSON,
                        PolicyJSON, ReplayJSON, SearchJSON, SupersededJSON, TokenJSON, TokensJSON, WhoamiJSON,
                        WhoSawJSON)
@@ -268,6 +268,22 @@ def build_router(pipeline: Pipeline) -> APIRouter:
     def replay(seq: int = Path(..., ge=1, le=2**63 - 1, description="The search's audit seq."),
                ops: Operations = Ops) -> dict[str, Any]:
         return ops.replay(seq).to_dict()
+
+    @r.get("/audit/status", summary="Whether the hash-chained audit trail verifies (admin)",
+           responses=shape(AuditStatusJSON))
+    def audit_status(ops: Operations = Ops) -> dict[str, Any]:
+        return ops.audit_status()
+
+    @r.get("/namespaces", summary="The caller's namespace and below with live memory counts (admin)",
+           responses=shape(NamespacesJSON))
+    def namespaces(ops: Operations = Ops) -> dict[str, Any]:
+        return ops.namespaces()
+
+    @r.get("/policy/report", summary="Each arm's record over a window of searches made here and below (admin)",
+           responses=shape(PolicyReportJSON))
+    def policy_report(days: float = Query(7.0, gt=0, le=3660, description="The window, in days."),
+                      ops: Operations = Ops) -> dict[str, Any]:
+        return ops.policy_report(days)
 
     @r.get("/tokens", summary="Tokens of the caller's namespace and below (admin; never secrets)",
            responses=shape(TokensJSON))

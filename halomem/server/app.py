@@ -21,6 +21,7 @@ from ..audit.seen import DEFAULT_RETENTION_DAYS
 from ..kernel import Kernel
 from ..pipeline import DEFAULT_REFUSAL_WINDOW, Pipeline
 from .api import build_router
+from .console import console_routes
 from .edge import Edge, current
 from .limits import DEFAULT_MAX_BODY
 from .mcp_tools import build_mcp
@@ -64,6 +65,7 @@ def create_app(kernel: Kernel, *, host: str = "127.0.0.1", port: int = 8080, rat
                               "`Authorization: Bearer hm_...`; the token decides the caller's namespace. Errors "
                               "are application/problem+json (RFC 9457) with the request's id.")
     docs_routes(app, app.openapi_url)
+    console_routes(app)
     problem_media_type(app)
 
     def refused(request: Request, error: HalomemError) -> Any:

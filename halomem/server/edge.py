@@ -21,8 +21,10 @@ from ..db.replicas import parse_lsn
 from ..errors import HalomemError, InvalidInputError, PayloadTooLargeError, ServiceUnreachableError
 from ..pipeline import Pipeline, Request, error_for_status
 from .problems import from_error, from_unexpected
+from .console import CONSOLE_PATH
 
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/docs", "/openapi.json", "/metrics"})  # /metrics: its own token
+# /metrics: its own token; /console: static files (server.console), every action it takes is a /v1 call
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/docs", "/openapi.json", "/metrics", CONSOLE_PATH})
 access = logging.getLogger("halomem.access")
 DOCS_ASSETS = "/docs/assets"  # the packaged Swagger UI's files (server.openapi)
 MCP_PATH = "/mcp"
@@ -81,7 +83,8 @@ class Edge:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        public = scope["path"] in PUBLIC_PATHS or scope["path"].startswith(DOCS_ASSETS + "/")
+        public = (scope["path"] in PUBLIC_PATHS or scope["path"].startswith(DOCS_ASSETS + "/")
+                  or scope["path"].startswith(CONSOLE_PATH + "/"))
         client = (scope.get("client") or ("-",))[0]
         request = self.pipeline.begin(f"{scope['method']} {self._route_of(scope)}", client)
         began = time.perf_counter()

@@ -1,0 +1,168 @@
+"""The operator console in a real browser: Playwright driving Debian's headless chromium against a
+real `halomem serve`, offline. Every page is opened (by mouse and by keyboard) and photographed at
+1280 and 800 px; hostile stored text shows literally and runs nothing; a read token cannot open it;
+its numbers are the CLI's."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.conftest import make_token
+
+CHROMIUM = shutil.which("chromium")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is installed by .ci/run")
+PAGES = ("namespaces", "memories", "audit", "policies", "tokens")
+HOSTILE = ["<script>window.pwned = 1</script>Deploy notes", '<img src=x onerror="window.pwned = 2">Deploy image',
+           "Deploy \u202egnp.exe invoice", "Deploy " + "x" * 65_000]
+SHOTS = Path(os.environ.get("HALOMEM_CONSOLE_SHOTS") or tempfile.mkdtemp(prefix="halomem-console-shots-"))
+
+
+@pytest.fixture()
+def browser_page(api_server):  # noqa: ANN001, ANN201
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        here = urlsplit(api_server.url).netloc
+        outside: list[str] = []
+
+        def offline(route) -> None:  # noqa: ANN001 - the network is unplugged but for this server
+            if urlsplit(route.request.url).netloc == here:
+                route.continue_()
+            else:
+                outside.append(route.request.url)
+                route.abort()
+
+        context.route("**/*", offline)
+        page = context.new_page()
+        problems: list[str] = []
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.on("dialog", lambda d: (problems.append(f"dialog {d.message}"), d.dismiss()))
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        yield page, problems, outside
+        browser.close()
+
+
+def _sign_in(page, url: str, token: str) -> None:  # noqa: ANN001
+    page.goto(url + "/console")
+    page.keyboard.type(token)  # the token field has focus: a keyboard user types and presses Enter
+    page.keyboard.press("Enter")
+
+
+def _shoot(page, name: str) -> None:  # noqa: ANN001
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for width in (1280, 800):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.screenshot(path=str(SHOTS / f"console-{name}-{width}.png"), full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth") <= width + 1, (name, width)  # no sideways scroll
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+
+def test_every_page_in_a_real_browser_shows_stored_text_literally(browser_page, api_server, kernel, cli):
+    page, problems, outside = browser_page
+    # the memory browser reads what the token's own namespace reads (as its agents would): acme's
+    ids = [kernel.remember("acme", text, source="runbook").id for text in HOSTILE]
+    newer = kernel.supersede("acme", ids[0], "<script>window.pwned = 3</script>Deploy notes, revised").id
+    kernel.remember_many("acme/eng", [{"content": "Deploys freeze in December"}, {"content": "On-call rotates"}])
+    kernel.set_policy("acme", {"ab_test": {"a": "baseline", "b": "keyword", "pct_b": 50}})
+    from halomem.auth.rights import Caller
+    from halomem.types import Namespace
+
+    for i in range(6):
+        found = kernel.search("acme/eng", f"deploy {i}")
+        kernel.feedback(Caller.operator(Namespace("acme/eng")), found.request_id, found.hits[0].id,
+                        "helpful" if i % 3 else "not-helpful")
+    admin = make_token(kernel, "acme", "read,admin")
+    _sign_in(page, api_server.url, admin)
+    page.wait_for_selector("#namespaces tbody tr")
+    shown = {tr.get_attribute("data-namespace"): tr.query_selector_all("td")[1].inner_text()
+             for tr in page.query_selector_all("#namespaces tbody tr")}
+    cli_tree = json.loads(cli("namespaces", "--ns", "acme", "--json").stdout)
+    assert shown == {n["namespace"]: str(n["memories"]) for n in cli_tree["namespaces"]} and shown == {"acme": "4", "acme/eng": "2"}
+    _shoot(page, "namespaces")
+
+    page.click("nav button[data-page=memories]")
+    page.fill("#query", "deploy")
+    page.press("#query", "Enter")
+    page.wait_for_selector("#hits li")
+    texts = [t.inner_text() for t in page.query_selector_all("#hits li div.text")]
+    assert "<script>window.pwned = 3</script>Deploy notes, revised" in texts
+    assert '<img src=x onerror="window.pwned = 2">Deploy image' in texts
+    assert page.evaluate("document.querySelectorAll('#hits script, #hits img').length") == 0
+    long_text = page.evaluate("[...document.querySelectorAll('#hits li div.text')].map(d => d.textContent.length)")
+    assert max(long_text) == len(HOSTILE[3])
+    rlo = page.evaluate("[...document.querySelectorAll('#hits li div.text')].map(d => d.textContent)"
+                        ".find(t => t.includes('invoice'))")
+    assert rlo == HOSTILE[2]  # the override character is kept as data; unicode-bidi: plaintext isolates it
+    page.click(f"#hits button:text('{newer}')")
+    page.wait_for_selector("#timeline li")
+    assert len(page.query_selector_all("#timeline li")) == 2 and "superseded" in page.inner_text("#timeline")
+    page.fill("#asof", "1d")
+    page.press("#asof", "Enter")
+    expect(page.locator("#search-meta")).to_have_text(re.compile(r"^0 hits"))
+    _shoot(page, "memories")
+
+    page.focus("nav button[data-page=audit]")  # keyboard navigation reaches every page
+    page.keyboard.press("Enter")
+    expect(page.locator("#chain")).to_have_text("verifies")
+    page.fill("#action", "search")
+    page.press("#action", "Enter")
+    page.wait_for_selector("#audit tbody tr")
+    seq = page.query_selector("#audit tbody tr").get_attribute("data-seq")
+    page.click(f"#audit button:text('Replay {seq}')")
+    expect(page.locator("#replay")).to_contain_text("identical")
+    page.fill("#whosaw-id", ids[0])
+    page.press("#whosaw-id", "Enter")
+    page.wait_for_selector("#sightings tbody tr")
+    _shoot(page, "audit")
+
+    page.click("nav button[data-page=policies]")
+    page.wait_for_selector("#arms tbody tr")
+    report = json.loads(cli("policy", "report", "--ns", "acme", "--json").stdout)
+    arms = {tr.query_selector_all("td")[0].inner_text(): tr.query_selector_all("td")[1].inner_text()
+            for tr in page.query_selector_all("#arms tbody tr")}
+    assert arms == {a["driver"]: str(a["searches"]) for a in report["arms"]}
+    assert page.evaluate("document.querySelectorAll('#chart rect').length") == len([a for a in report["arms"]
+                                                                                   if a["feedback"]])
+    _shoot(page, "policies")
+
+    page.click("nav button[data-page=tokens]")
+    page.wait_for_selector("#tokens tbody tr")
+    page.fill("#mint-ns", "acme/eng")
+    page.fill("#mint-name", "from-the-console")
+    page.press("#mint-name", "Enter")
+    expect(page.locator("#minted")).to_have_text(re.compile(r"^hm_"))
+    page.click("#tokens button:text('Revoke from-the-console')")
+    expect(page.locator("#tokens tbody tr", has_text="from-the-console")).to_contain_text("revoked")
+    _shoot(page, "tokens")
+
+    assert page.evaluate("window.pwned") is None and not problems and not outside, (problems, outside)
+    with kernel.engine.connect() as conn:  # the console's calls went through the pipeline: audited, by the admin
+        rows = conn.exec_driver_sql("SELECT action, detail, principal FROM audit_log WHERE action IN "
+                                    "('replay', 'token', 'namespaces')").all()
+    by_console = {r.action for r in rows if r.principal}  # the tokens the test made are the operator's
+    assert by_console == {"replay", "token", "namespaces"}
+    assert not any(admin in r.detail for r in rows)  # never a token in the trail
+
+
+def test_a_read_or_write_token_cannot_open_the_console(browser_page, api_server, kernel):
+    page, problems, _ = browser_page
+    for scopes in ("read", "read,write"):
+        _sign_in(page, api_server.url, make_token(kernel, "acme/eng", scopes))
+        expect(page.locator("#error")).to_contain_text("needs an admin token")
+        assert "needs an admin token" in page.inner_text("#error") and page.is_hidden("#app")
+    _sign_in(page, api_server.url, "hm_not_a_token")
+    expect(page.locator("#error")).to_contain_text("unauthenticated")
+    assert page.is_hidden("#app") and page.evaluate("document.cookie") == ""
+    # the refused calls are the browser's own "failed to load" lines; nothing else may be logged
+    problems[:] = [p for p in problems if "401" not in p and "403" not in p]
+    assert not problems, problems
