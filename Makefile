@@ -54,6 +54,7 @@ bench: install
 	$(BIN)/halomem bench ingest --rows 20000 --out bench-results
 	$(BIN)/halomem bench cli --out bench-results
 	$(BIN)/halomem bench serve --memories 10000 --requests 200 --out bench-results
+	$(BIN)/halomem bench serve --costs --memories 10000 --requests 200 --out bench-results
 	$(BIN)/halomem bench isolation --queries 200 --out bench-results
 
 # the numbers quoted in docs/bench (MiniLM, 100k and 1M memories: most of an hour)
@@ -65,6 +66,8 @@ bench-full: install-minilm
 	$(BIN)/halomem bench ingest --rows 50000 --embedder hash --embedder minilm --out docs/bench
 	$(BIN)/halomem bench cli --repeats 7 --out docs/bench
 	$(BIN)/halomem bench serve --memories 100000 --out docs/bench
+	$(BIN)/halomem bench serve --noisy --memories 3000 --requests 300 --out docs/bench
+	$(BIN)/halomem bench serve --costs --memories 100000 --requests 400 --out docs/bench
 	$(BIN)/halomem bench isolation --out docs/bench
 
 # each embedder's cost and quality in one run (docs/bench/embed.md)

@@ -351,7 +351,8 @@ class Kernel:
         with self.index.reader() as reader:
             embedder_now = self.embedders.follow(reader.store_embedder()).name
             rows = reader.fetch(Scope(ns), [r.ref for r in then.refs if r.tier == "L2"], live=False)
-        return replays.compare(then, now, embedder_now=embedder_now, mounted=mounted,
+        version_now = self.registry.version(now.driver)
+        return replays.compare(then, now, embedder_now=embedder_now, mounted=mounted, driver_version_now=version_now,
                                erased=[i for i, row in rows.items() if row.erased_at is not None])
 
     def namespace_counts(self, subtree: str | Namespace) -> dict[str, int]:

@@ -141,6 +141,16 @@ class Pipeline:
         await self.admission.admit(caller.principal_id, caller.namespace.path, units, sleep)
         request.units = units
 
+    def bulk_yields(self, request: Request):  # noqa: ANN201 - a context manager
+        """While the request runs, its bulk work pauses for other callers (admission.bulk_pause)."""
+        from contextlib import nullcontext
+
+        from .embed.low_priority import yielding
+
+        if request.caller is None or not request.units:
+            return nullcontext()
+        return yielding(self.admission.bulk_pause(request.caller.principal_id))
+
     def release(self, request: Request) -> None:
         if request.units and request.caller is not None:
             self.admission.release(request.caller.principal_id, request.caller.namespace.path, request.units)

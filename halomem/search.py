@@ -124,13 +124,13 @@ class Searcher:
             result.fallback = f"{requested}->baseline"
         if replaying is not None:  # an operator's re-run: nobody was handed these refs
             self._audit(ns, "replay", f"replay ok of={replaying} returned={len(result.hits)}"
-                        f" driver={result.driver}", request_id)
+                        f" driver={result.driver} driver_version={self.registry.version(result.driver)}", request_id)
             return result
         for note in notes:
             log.warning("%s", note)
             self._audit(ns, "fallback", note, request_id)
         detail = (f"search ok returned={len(result.hits)} tokens={result.tokens} driver={result.driver}"
-                  f" ms={result.elapsed_ms:.2f}")
+                  f" driver_version={self.registry.version(result.driver)} ms={result.elapsed_ms:.2f}")
         if result.dropped:
             detail += f" dropped={result.dropped}"
         if result.warnings:

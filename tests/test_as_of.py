@@ -12,6 +12,8 @@ import httpx2
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from halomem import __version__
+from halomem.audit.log import fields
 from halomem.errors import REPLAY_DIFFERS_EXIT, InvalidInputError
 from tests.conftest import BUILTIN_DRIVERS, make_token
 from tests.mcp_client import McpSession
@@ -147,6 +149,15 @@ def test_replay_names_what_changed_and_says_when_it_cannot(kernel, cli):
         kernel.registry.mount(keyword)
     assert moved.replayed_driver == "baseline" and "driver keyword is not mounted now: replayed with baseline" in \
         moved.reasons
+    with kernel.engine.connect() as conn:
+        detail = conn.exec_driver_sql("SELECT detail FROM audit_log WHERE seq = %s", (seq,)).scalar()
+    assert fields(detail)["driver_version"] == __version__  # a built-in is halomem's own version
+    keyword.version = "9.9.9"  # what an upgraded cartridge reports (an isolated one: its distribution's)
+    try:
+        upgraded = kernel.replay(seq)
+    finally:
+        del keyword.version
+    assert f"driver keyword changed: version {__version__} then, 9.9.9 now" in upgraded.reasons
     kernel.erase("acme/eng", doomed, reason="test")  # the erase forgets the query texts that found it
     gone = cli("audit", "replay", str(seq))
     assert gone.returncode == 4 and "no longer kept" in gone.stderr and "Backups" not in gone.stderr

@@ -109,6 +109,17 @@ def test_as_of_latency_bench_supersedes_its_share_and_times_both_legs(tmp_path):
     assert (tmp_path / "latency-as-of.md").read_text().count("| 400 |") == 2
 
 
+def test_search_costs_bench_times_the_real_audit_write_and_both_policies(tmp_path):
+    from halomem.bench.search_costs import run_search_costs
+
+    done = run_search_costs(400, 20, tmp_path)
+    recording, shadow = done["recording"], done["shadow"]
+    assert recording["with_refs"]["p50"] > 0 and recording["row_alone"]["p50"] > 0
+    assert shadow["plain"]["p50"] > 0 and shadow["shadowed"]["p50"] > 0
+    md = (tmp_path / "search-costs.md").read_text()
+    assert "Recording refs adds" in md and md.count("\n|") >= 5
+
+
 def test_serve_and_isolation_bench_smoke(tmp_path):
     """The serve and isolation benchmarks run end to end on tiny inputs (the numbers are in docs/bench)."""
     from pathlib import Path

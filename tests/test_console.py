@@ -18,7 +18,9 @@ from playwright.sync_api import expect
 from tests.conftest import make_token
 
 CHROMIUM = shutil.which("chromium")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is installed by .ci/run")
+# `make test` (HALOMEM_TEST_PROFILE=ci) needs the browser: .ci/run installs it, so a missing one fails there
+pytestmark = pytest.mark.skipif(CHROMIUM is None and os.environ.get("HALOMEM_TEST_PROFILE") != "ci",
+                                reason="Debian's chromium (apt) is not installed")
 PAGES = ("namespaces", "memories", "audit", "policies", "tokens")
 HOSTILE = ["<script>window.pwned = 1</script>Deploy notes", '<img src=x onerror="window.pwned = 2">Deploy image',
            "Deploy \u202egnp.exe invoice", "Deploy " + "x" * 65_000]

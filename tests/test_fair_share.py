@@ -148,3 +148,64 @@ def test_bulk_embedding_runs_at_a_lower_priority_in_its_own_thread():
 
     with pytest.raises(ValueError, match="own error"):
         run_bulk(fails, BULK_CHARS + 1)
+
+
+def test_a_principal_over_its_share_defers_to_callers_within_theirs_but_not_for_ever():
+    from halomem.admission import ACTIVE_GAP, DEFER_MAX
+
+    admission = Admission(Shares(per_principal=1, per_org=0, wait=5.0))
+
+    async def scenario() -> None:
+        await admission.admit("flood", "acme/eng", 1, asyncio.sleep)
+        waiting = asyncio.create_task(admission.admit("flood", "acme/eng", 1, asyncio.sleep))  # over its share
+        await asyncio.sleep(0.01)  # it waits
+        await admission.admit("victim", "globex", 1, asyncio.sleep)  # within its share: at once
+        admission.release("flood", "acme/eng", 1)
+        await asyncio.sleep(DEFER_MAX / 4)
+        assert not waiting.done()  # its slot is free, but the victim is being served
+        admission.release("victim", "globex", 1)
+        started = time.monotonic()
+        await asyncio.wait_for(waiting, 1.0)  # the victim is gone: the flood goes on
+        assert time.monotonic() - started < DEFER_MAX
+        admission.release("flood", "acme/eng", 1)
+
+        await admission.admit("flood", "acme/eng", 1, asyncio.sleep)
+        await admission.admit("victim", "globex", 1, asyncio.sleep)  # and this one stays in flight
+        late = asyncio.create_task(admission.admit("flood", "acme/eng", 1, asyncio.sleep))
+        await asyncio.sleep(0.05)
+        admission.release("flood", "acme/eng", 1)
+        started = time.monotonic()
+        await asyncio.wait_for(late, DEFER_MAX * 4)  # deference is bounded: it goes ahead anyway
+        assert time.monotonic() - started >= DEFER_MAX / 2 - ACTIVE_GAP
+
+    run(scenario())
+
+
+def test_bulk_work_pauses_between_chunks_while_another_caller_is_served():
+    from halomem.admission import BULK_YIELD
+    from halomem.embed.low_priority import CHUNK_TEXTS, embed_in_chunks, yielding
+
+    admission = Admission(Shares(per_principal=1, per_org=0))
+    pause = admission.bulk_pause("writer")
+    time.sleep(0.02)
+    started = time.monotonic()
+    pause()  # nobody else is served: no wait
+    assert time.monotonic() - started < 0.01
+
+    async def victim_arrives() -> None:
+        await admission.admit("victim", "globex", 1, asyncio.sleep)
+
+    run(victim_arrives())
+    time.sleep(0.02)  # the bulk work "worked" 20 ms
+    started = time.monotonic()
+    pause()  # the victim is in flight: it waits, but no longer than BULK_YIELD x 20 ms (and some)
+    waited = time.monotonic() - started
+    assert 0.02 * BULK_YIELD * 0.8 <= waited <= 0.02 * BULK_YIELD + 0.05
+
+    calls: list[str] = []
+    chunks: list[int] = []
+    with yielding(lambda: calls.append("pause")):
+        out = embed_in_chunks(lambda texts: (chunks.append(len(texts)), list(texts))[1], [str(i) for i in range(5)])
+    assert out == ["0", "1", "2", "3", "4"] and max(chunks) <= CHUNK_TEXTS
+    assert len(calls) == len(chunks) - 1  # a pause between two chunks, never before the first
+    assert embed_in_chunks(lambda texts: [len(texts)], ["a", "b", "c"]) == [3]  # no pause to take: one call

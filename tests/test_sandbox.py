@@ -438,3 +438,23 @@ def test_a_file_that_fails_the_scan_is_never_executed(cli_env, tmp_path):
     assert not marker.exists()
     summary = proc.stderr.strip().splitlines()[-1]  # the skipped checks are said to be not run, not failed
     assert summary.endswith(f"(failed: read-only; not run: {', '.join(results)})"), summary
+
+
+def test_a_cartridge_is_versioned_by_what_the_kernel_knows_of_it(tmp_path):
+    """The version a search row records comes from the distribution's metadata or the file's bytes,
+    read by the kernel: a cartridge cannot claim one, and an edited file is a new version."""
+    from importlib.metadata import distributions
+
+    from halomem import __version__
+    from halomem.sandbox.cartridge import from_entry_point, from_module, from_path
+    from tests.cartridges import install_third_party
+
+    root = install_third_party(tmp_path)
+    (ep,) = [ep for dist in distributions(path=[str(root)]) for ep in dist.entry_points]
+    assert from_entry_point(ep).version == "1.0"
+    assert from_module("halomem.drivers.keyword", "keyword").version == __version__
+    path = root / "thirdparty_cartridge.py"
+    before = from_path(path).version
+    path.write_text(path.read_text() + "\n# edited\n")
+    after = from_path(path).version
+    assert before.startswith("sha256:") and after.startswith("sha256:") and before != after

@@ -1,7 +1,7 @@
 """`audit replay SEQ`: what a recorded search returned, and what the same question returns now as of
 the instant it was asked.
 
-The search's chain row holds everything but the query text: its driver, k, budget, embedder,
+The search's chain row holds everything but the query text: its driver and version, k, budget, embedder,
 sources, as-of time and refs (audit.seen). The text is kept beside the chain, salted and erasable;
 once retention or an erasure has removed it the search cannot be replayed, and replay says so
 rather than guessing. The re-run reads through the same ScopedView as any search (as-of, so rows
@@ -36,6 +36,7 @@ class Recorded:
     as_of: datetime  # the search's own as-of instant, else when it ran
     query: str
     driver: str  # the driver that served it
+    driver_version: str  # as the registry knew it then ("" in rows older than the field)
     embedder: str
     k: int
     budget: int
@@ -64,11 +65,12 @@ def recorded(conn: Connection, seq: int, subtree: str | None) -> Recorded:
     sources = tuple(json.loads(f["sources"])) if "sources" in f else None
     refs = [ReplayedRef(int(rank), str(tier), str(ref), float(score))
             for rank, tier, ref, score in json.loads(f.get("refs", "[]"))]
-    return Recorded(seq, row.actor_ns, row.at, as_of, kept.query, f.get("driver", "baseline"), f.get("embedder", "-"),
+    return Recorded(seq, row.actor_ns, row.at, as_of, kept.query, f.get("driver", "baseline"),
+                    f.get("driver_version", ""), f.get("embedder", "-"),
                     int(f.get("k", 10)), int(f.get("budget", 2000)), sources, refs)
 
 
-def compare(then: Recorded, now: SearchResult, *, embedder_now: str, mounted: bool,
+def compare(then: Recorded, now: SearchResult, *, embedder_now: str, mounted: bool, driver_version_now: str,
             erased: Iterable[str]) -> Replay:
     """The replay's answer beside the recorded one, with the reasons halomem can name."""
     replayed = [ReplayedRef(h.rank, h.tier, h.ref, round(h.score, 4)) for h in now.hits]
@@ -77,6 +79,8 @@ def compare(then: Recorded, now: SearchResult, *, embedder_now: str, mounted: bo
         reasons.append(f"driver {then.driver} is not mounted now: replayed with {now.driver}")
     elif now.fallback:
         reasons.append(f"driver {then.driver} fell back to {now.driver} on replay")
+    elif then.driver_version and driver_version_now != then.driver_version:
+        reasons.append(f"driver {then.driver} changed: version {then.driver_version} then, {driver_version_now} now")
     if embedder_now != then.embedder:
         reasons.append(f"embedder changed: {then.embedder} then, {embedder_now} now")
     still = {r.ref for r in replayed}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Iterable, Sequence
 
@@ -54,10 +54,20 @@ def new_salt() -> str:
 
 def record(conn: Connection, seq: int, seen: Sequence[Seen], salt: str, query: str) -> None:
     """The search row ``seq``'s refs and query text, in the transaction that appended the row."""
-    if seen:
-        conn.execute(search_seen.insert(), [{"seq": seq, **asdict(s), "score": round(s.score, SCORE_DIGITS)}
-                                            for s in seen])
-    conn.execute(search_queries.insert().values(seq=seq, at=datetime.now(timezone.utc), salt=salt, query=query))
+    conn.execute(_RECORD, {"seq": seq, "at": datetime.now(timezone.utc), "salt": salt, "query": query,
+                           "ranks": [s.rank for s in seen], "tiers": [s.tier for s in seen],
+                           "refs": [s.ref for s in seen], "ids": [s.memory_id for s in seen],
+                           "scores": [round(s.score, SCORE_DIGITS) for s in seen]})
+
+
+# one fixed statement, one round trip on every search (bench serve --costs): the refs as arrays,
+# inserted by a data-modifying CTE beside the query text
+_RECORD = sa.text(
+    "WITH refs AS (INSERT INTO search_seen (seq, rank, tier, ref, memory_id, score)"
+    " SELECT :seq, r.rank, r.tier, r.ref, r.memory_id, r.score FROM unnest(CAST(:ranks AS integer[]),"
+    " CAST(:tiers AS text[]), CAST(:refs AS text[]), CAST(:ids AS text[]), CAST(:scores AS double precision[]))"
+    " AS r(rank, tier, ref, memory_id, score))"
+    " INSERT INTO search_queries (seq, at, salt, query) VALUES (:seq, :at, :salt, :query)")
 
 
 def forget_queries_that_returned(conn: Connection, memory_ids: Iterable[str]) -> int:

@@ -124,10 +124,17 @@ def serve(memories: int = typer.Option(100_000, help="Corpus size."),
           flood_threads: int = typer.Option(6, "--flood-threads", min=1, help="--noisy: the flooding threads."),
           serve_option: List[str] = typer.Option([], "--serve-option", help="--noisy: an option for the `halomem "
                                                  "serve` it starts (repeatable), e.g. --serve-option=--in-flight=0."),
+          costs: bool = typer.Option(False, "--costs", help="Instead: what recording each search's refs in the "
+                                     "audit, and a shadow arm, add to a search (in-process; 10,000 memories)."),
           out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
     """Search over HTTP vs in-process Kernel.search at 1/4/16 clients; remote vs local CLI. With
     --replica: the same over one primary and over a primary with a read replica. With --noisy: is
-    one caller slowed by another's flood?"""
+    one caller slowed by another's flood? With --costs: what the audit's record and a shadow cost."""
+    if costs:
+        from ..bench.search_costs import run_search_costs
+
+        _finish(run_search_costs(memories if memories != 100_000 else 10_000, requests, out_dir, _say), as_json)
+        return
     if noisy:
         from ..bench.noisy import run_noisy
 

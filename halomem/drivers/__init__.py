@@ -5,6 +5,7 @@ DriverUnavailableError. Ranking is theirs; custody (ACL, writes, audit) is the k
 """
 from __future__ import annotations
 
+import re
 import threading
 from typing import Callable
 
@@ -80,6 +81,18 @@ class DriverRegistry:
             if name in self._factories:
                 self.mount(self._factories[name]())
             return self._drivers[name]
+
+    def version(self, name: str) -> str:
+        """What the audit records beside a driver's name, so a replay can tell it changed: the
+        version the kernel knows (an isolated cartridge's distribution or file digest, halomem's own
+        for built-ins), else the driver's ``version`` attribute; one word, bounded."""
+        driver = self.get(name)
+        known = getattr(driver, "version", None)
+        if not isinstance(known, str) or not known:
+            from .. import __version__
+
+            known = __version__ if type(driver).__module__.startswith("halomem.") else "unversioned"
+        return re.sub(r"[^A-Za-z0-9._+:-]", "_", known)[:64]
 
     def built(self) -> list[RetrieverDriver]:
         """The drivers built so far (what there is to close)."""

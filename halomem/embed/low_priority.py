@@ -5,16 +5,49 @@ a shared server that time should go to it only when nobody else wants the core: 
 fresh thread that raises its own nice value (Linux schedules threads, and a thread may always lower
 its priority; it could not raise it back, hence a thread of its own), and the caller waits for it.
 Small embeddings (a query, a few memories) run where they are.
+
+A lower priority is not enough on two cores (a niced thread still shares the core's caches, and
+the cores may be hyperthreads of one): so bulk work also pauses between small chunks while a server
+request of someone else is under way, when the request pipeline hands it a pause (``yielding``:
+halomem.admission decides how long; bulk work is never starved, only slowed).
 """
 from __future__ import annotations
 
 import os
 import threading
-from typing import Callable, TypeVar
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Callable, Iterator, Sequence, TypeVar
 
 T = TypeVar("T")
 BULK_CHARS = 256 * 1024  # text above this is bulk work
 NICENESS = 10
+CHUNK_TEXTS = 2  # texts embedded between two pauses (~70 ms of one core for MiniLM passages)
+
+_PAUSE: ContextVar[Callable[[], None] | None] = ContextVar("halomem_bulk_pause", default=None)
+
+
+@contextmanager
+def yielding(pause: Callable[[], None]) -> Iterator[None]:
+    """Bulk work done inside calls ``pause()`` between its chunks (the server's fair sharing)."""
+    token = _PAUSE.set(pause)
+    try:
+        yield
+    finally:
+        _PAUSE.reset(token)
+
+
+def embed_in_chunks(embed: Callable[[Sequence[str]], list[T]], texts: Sequence[str]) -> list[T]:
+    """``embed(texts)``, in chunks with a pause between them when there is a pause to take."""
+    pause = _PAUSE.get()
+    if pause is None:
+        return embed(texts)
+    out: list[T] = []
+    for start in range(0, len(texts), CHUNK_TEXTS):
+        if start:
+            pause()
+        out.extend(embed(texts[start:start + CHUNK_TEXTS]))
+    return out
 
 
 def run_bulk(work: Callable[[], T], chars: int) -> T:

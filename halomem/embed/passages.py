@@ -48,12 +48,14 @@ class Embedded:
 
 def embed_memories(embedder: Any, texts: Sequence[str]) -> list[Embedded]:
     """Each text's vector and passage vectors, in one call to the embedder (one request when remote);
-    bulk work at a lower CPU priority (embed.low_priority)."""
-    from .low_priority import run_bulk
+    bulk work at a lower CPU priority, pausing for other callers (embed.low_priority)."""
+    from .low_priority import BULK_CHARS, embed_in_chunks, run_bulk
 
     size = passage_chars(embedder)
     pieces = [split(t, size) for t in texts]
     every = [*texts, *(p for ps in pieces for p in ps)]
-    vectors = iter(run_bulk(lambda: embedder.embed(every), sum(len(t) for t in texts)))
+    chars = 0 if getattr(embedder, "remote", False) else sum(len(t) for t in texts)  # a service's CPU is not ours
+    work = (lambda: embed_in_chunks(embedder.embed, every)) if chars > BULK_CHARS else (lambda: embedder.embed(every))
+    vectors = iter(run_bulk(work, chars))
     whole = [next(vectors) for _ in texts]
     return [Embedded(v, [next(vectors) for _ in ps], embedder.name) for v, ps in zip(whole, pieces)]

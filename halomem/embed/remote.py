@@ -28,6 +28,7 @@ MAX_VALUE = 1e6  # embedding components are a few units at most; 1e308 is an ove
 
 class OpenAICompatibleEmbedder:
     kind = "openai"
+    remote = True  # its work is another machine's: bulk embedding here neither lowers priority nor pauses
     passage_chars = 2000  # services' windows vary (512 to 8k tokens): well inside most
 
     def __init__(self, model: str | None, options: EmbedderOptions) -> None:

@@ -6,6 +6,7 @@ line of untrusted code runs in the kernel's process. The worker loads it, after 
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -31,6 +32,7 @@ class Cartridge:
     net_ports: tuple[int, ...] = ()  # TCP ports it may connect to (declared network need)
     init_args: tuple[str, ...] = field(default_factory=tuple)
     sys_path: tuple[str, ...] = ()  # import roots to add (a plugin installed outside site-packages)
+    version: str = ""  # what the kernel knows it by: its distribution's version, or a file's digest
 
     def spec(self) -> dict[str, Any]:
         return {"kind": self.kind, "value": self.value, "name": self.name, "init_args": list(self.init_args),
@@ -41,7 +43,8 @@ def from_path(path: Path) -> Cartridge:
     path = path.resolve()
     if not path.is_file():
         raise DriverError(f"no driver file {path}")
-    return Cartridge("path", str(path), path.stem, path, (str(path),))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    return Cartridge("path", str(path), path.stem, path, (str(path),), version=f"sha256:{digest}")
 
 
 def from_entry_point(ep: EntryPoint) -> Cartridge:
@@ -53,13 +56,15 @@ def from_entry_point(ep: EntryPoint) -> Cartridge:
     location = str(Path(dist.locate_file("")).resolve()) if dist else ""
     extra = (str(meta),) if meta else ()
     return Cartridge("entry_point", ep.name, ep.name, source, reads + extra,
-                     sys_path=(location,) if location else ())
+                     sys_path=(location,) if location else (), version=dist.version if dist else "")
 
 
 def from_module(module: str, name: str, *, init_args: tuple[str, ...] = (), net_ports: tuple[int, ...] = ()) -> Cartridge:
     spec = importlib.util.find_spec(module)  # halomem's own modules only: importing their parents is safe
     origin = Path(spec.origin) if spec and spec.origin else None
-    return Cartridge("module", module, name, origin, (), net_ports, init_args)
+    from .. import __version__
+
+    return Cartridge("module", module, name, origin, (), net_ports, init_args, version=__version__)
 
 
 def find_entry_point(name: str) -> EntryPoint | None:

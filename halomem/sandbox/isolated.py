@@ -151,6 +151,7 @@ class IsolatedDriver:
     def __init__(self, cartridge: Cartridge, limits: Limits | None = None, workers: int = 2) -> None:
         self.name = cartridge.name
         self.cartridge = cartridge
+        self.version = cartridge.version
         self.limits = limits or Limits()
         self._idle: queue.LifoQueue[Worker] = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(max(1, workers))

@@ -117,7 +117,8 @@ class Edge:
             if _does_work(scope):
                 await self.pipeline.admit(request, len(body), anyio.sleep)
             caller = request.caller
-            with audit.tracing(request), audit.acting_as(caller.principal_id if caller else None):
+            with audit.tracing(request), audit.acting_as(caller.principal_id if caller else None), \
+                    self.pipeline.bulk_yields(request):
                 await self.app(scope, _replay(body, receive), send_out)
         except anyio.get_cancelled_exc_class():
             # only the server's shutdown cancels a request, after its drain: its writes roll back
