@@ -73,6 +73,47 @@ def test_as_of_search_returns_exactly_the_rows_valid_then(kernel, ops, picks):
     assert present == live
 
 
+STAT_WORDS = ["quokka", "wombat", "numbat", "dingo"]
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(st.tuples(st.sampled_from(["remember", "parent", "supersede", "erase"]), st.integers(0, 50)),
+                    min_size=3, max_size=12))
+def test_as_of_statistics_are_todays_corrected_by_what_changed_and_equal_a_count_then(kernel, ops):
+    """The lexicon corrected by the rows born or closed since an instant gives exactly the counts over
+    the rows valid then (the slow way, kept for source-scoped reads), in a namespace and its parent."""
+    import sqlalchemy as sa
+
+    from halomem.index.acl import Scope
+    from halomem.index.lexical import _counted_statistics, _lexemes, statistics
+    from halomem.types import Namespace
+
+    parent = f"acme/stats{time.monotonic_ns()}"
+    ns = parent + "/team"
+    live: list[tuple[str, str]] = []
+    instants = [_pause()]
+    for n, (op, pick) in enumerate(ops):
+        words = " ".join(STAT_WORDS[: 1 + pick % len(STAT_WORDS)])
+        if op in ("supersede", "erase") and live:
+            where, old = live.pop(pick % len(live))
+            if op == "supersede":
+                live.append((where, kernel.supersede(where, old, f"{words} again {n}").id))
+            else:
+                kernel.erase(where, old, reason="test")
+        else:
+            where = parent if op == "parent" else ns
+            live.append((where, kernel.remember(where, f"{words} note {n} {'x ' * (pick % 5)}").id))
+        instants.append(_pause())
+    text = " ".join(STAT_WORDS) + " note"
+    with kernel.engine.connect() as conn:
+        for when in instants:
+            scope = Scope(Namespace(ns), None, when)
+            fast = statistics(conn, scope, text)
+            q = sa.select(sa.func.unnest(_lexemes(text)).label("lexeme")).subquery("q")
+            slow = _counted_statistics(conn, scope, q)
+            assert fast == slow, (when, fast, slow)
+
+
 def test_concepts_keep_no_history_and_as_of_refuses_bad_instants(kernel):
     kernel.remember("acme/eng", "The release train leaves every Tuesday")
     kernel.put_concept("acme/eng", "eng/release", "Releases: a train every Tuesday, frozen in December")

@@ -54,7 +54,7 @@ def test_who_saw_lists_every_version_seen_and_survives_erasure_without_content(k
     kernel.erase("acme/eng", new, reason="wrong number")
     after = json.loads(cli("audit", "who-saw", old, "--json").stdout)
     assert [(s["namespace"], s["memory_id"], s["transport"]) for s in after["sightings"]] == [("acme/eng", new, "local")]
-    assert "555" not in json.dumps(after)
+    assert "555-01" not in json.dumps(after) and "phone" not in json.dumps(after)  # ids may hold any digits
     with kernel.engine.connect() as conn:  # the query that found the erased memory is forgotten too
         assert conn.exec_driver_sql("SELECT count(*) FROM search_queries").scalar() == 1
     assert kernel.audit_verify().ok

@@ -273,6 +273,16 @@ def _v10_feedback(conn: Connection, dim: int) -> None:
     conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS feedback_memory_idx ON feedback (memory_id)")
 
 
+def _v11_history_indexes(conn: Connection, dim: int) -> None:
+    """What an as-of read walks (index.acl.changed_since, index.lexical): every row of a namespace
+    newest first (replacing the plain namespace index, which it covers), and the rows closed by a
+    supersession, by when."""
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS memories_ns_from_idx ON memories (namespace, t_valid_from DESC)")
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS memories_ns_closed_idx ON memories (namespace, t_valid_to)"
+                         " WHERE t_valid_to IS NOT NULL AND erased_at IS NULL")
+    conn.exec_driver_sql("DROP INDEX IF EXISTS memories_namespace_idx")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (1, "initial schema", _v1_initial),
     (2, "select-only reader role", _v2_reader_role),
@@ -284,6 +294,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (8, "passage vectors", _v8_passages),
     (9, "what searches returned", _v9_search_seen),
     (10, "feedback on returned refs", _v10_feedback),
+    (11, "history indexes", _v11_history_indexes),
 ]
 LATEST = MIGRATIONS[-1][0]
 

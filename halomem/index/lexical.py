@@ -30,7 +30,7 @@ from ..db.migrations import TERM_DIMS
 from ..db.schema import TEXT_SEARCH_CONFIG, lexicon, memories
 from ..retrieval.bm25 import idf as okapi_idf
 from ..types import Candidate, CorpusStats, Namespace
-from .acl import Scope, visible
+from .acl import Scope, changed_since, visible
 
 K1 = 1.2
 B = 0.75
@@ -81,8 +81,10 @@ def _as_tsquery(lexemes: Sequence[str], operator: str) -> sa.ColumnElement[Any]:
 def statistics(conn: Connection, scope: Scope, text: str) -> Statistics:
     """The lexemes of ``text`` with their document frequency, and the document count and total
     length, over the rows ``scope`` may read. The lexicon counts today's rows of whole namespaces:
-    a source-scoped or as-of caller's are counted over its own rows."""
-    if scope.source_scoped or scope.as_of is not None:
+    a source-scoped caller's are counted over its own rows; an as-of caller's are today's corrected
+    by the rows that changed since its instant (few, for a recent one), exactly what counting the
+    rows valid then would give."""
+    if scope.source_scoped:
         q = sa.select(sa.func.unnest(_lexemes(text)).label("lexeme")).subquery("q")
         return _counted_statistics(conn, scope, q)
     documents, total, terms = 0, 0, []
@@ -91,7 +93,25 @@ def statistics(conn: Connection, scope: Scope, text: str) -> Statistics:
             documents, total = int(r.docs), int(r.tokens)
         else:
             terms.append(QueryTerm(r.lexeme, int(r.dim), int(r.docs)))
+    if scope.as_of is not None:
+        documents, total, terms = _as_of(conn, scope, documents, total, terms)
     return Statistics(documents, total, sorted(terms, key=lambda t: (t.docs, t.lexeme)))
+
+
+def _as_of(conn: Connection, scope: Scope, documents: int, total: int,
+           terms: list[QueryTerm]) -> tuple[int, int, list[QueryTerm]]:
+    """Today's counts made the instant's: minus the rows born since (and live), plus the rows closed
+    since (acl.changed_since), in one statement over those rows alone."""
+    born, closed = changed_since(memories, scope)
+    tsv = memories.c.content_tsv
+    sign = sa.case((born, -1), else_=1)
+    holding = [sa.func.coalesce(sa.func.sum(sign).filter(tsv.op("@@")(_as_tsquery([t.lexeme], "|"))), 0)
+               for t in terms]
+    row = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(sign), 0),
+                                 sa.func.coalesce(sa.func.sum(sign * memories.c.doc_length), 0), *holding)
+                       .where(sa.or_(born, closed))).one()
+    return (documents + int(row[0]), total + int(row[1]),
+            [QueryTerm(t.lexeme, t.dim, t.docs + int(n)) for t, n in zip(terms, row[2:])])
 
 
 @functools.lru_cache(maxsize=256)
