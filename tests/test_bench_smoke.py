@@ -79,6 +79,51 @@ def test_beir_skips_empty_documents_with_the_default_embedder(tmp_path, cli_env)
     assert row["embedder"] == "default" and row["R@10"] == 1.0
 
 
+def test_paraphrase_set_with_fusions_lanes_alone(tmp_path, cli_env):
+    """`bench quality --dataset paraphrases --lanes`: every fact asked in other words, and fusion's two
+    lanes scored alone beside it (what the default must add to, docs/bench/fusion.md)."""
+    facts = tmp_path / "facts.jsonl"
+    facts.write_text(json.dumps({"fact": "Invoices are paid within thirty days of receipt.",
+                                 "question": "when do invoices get paid"}) + "\n"
+                     + json.dumps({"fact": "The heron nests by the reservoir.", "question": "where do herons nest"}) + "\n")
+    done = subprocess.run([sys.executable, "-m", "halomem.cli.main", "bench", "quality", "--dataset", "paraphrases",
+                           "--path", str(facts), "--embedder", "hash", "--driver", "fusion", "--lanes",
+                           "--out", str(tmp_path / "out"), "--json"], env=cli_env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["dataset"] == "paraphrases" and report["docs"] == 2 and report["queries"] == 2
+    rows = {r["driver"]: r for r in report["results"]}
+    assert set(rows) == {"fusion", "fusion/bm25-alone", "fusion/vectors-alone"}
+    assert rows["fusion"]["R@10"] == 1.0 and rows["fusion/bm25-alone"]["R@10"] == 1.0  # each shares a word
+    assert (tmp_path / "out" / "quality-paraphrases.md").read_text().count("| hash | fusion") == 3
+
+
+def test_a_lane_alone_returns_only_what_its_own_lane_found():
+    """fusion's BM25 lane alone returns only memories sharing a query word, its vector lane alone
+    only what the vectors found: a lane measured alone is that lane (the default embedder)."""
+    from halomem.bench.harness import ephemeral_kernel
+    from halomem.drivers.fusion import FusionDriver
+    from halomem.drivers.view import build_scoped_view
+    from halomem.index import Scope
+    from halomem.types import Namespace, RetrieverQuery
+
+    with ephemeral_kernel("default") as kernel:
+        heron = kernel.remember("acme", "The heron nests by the reservoir.").id
+        tax = kernel.remember("acme", "Quarterly tax filing is due in April.").id
+        with kernel.index.reader() as reader:
+            view = build_scoped_view(reader, Scope(Namespace("acme")), kernel.embedder)
+
+            def plan(driver: FusionDriver, query: str) -> list[str]:
+                return [r.ref for r in driver.plan(RetrieverQuery(query, view, 10_000, 10))]
+
+            bm25, vectors = FusionDriver(1.0, 0.0, context=False), FusionDriver(0.0, 1.0, context=False)
+            meaning = "where do wading birds breed"  # no word of either memory
+            assert plan(bm25, meaning) == [] and plan(vectors, meaning)[:1] == [heron]
+            assert plan(FusionDriver(), meaning)[:1] == [heron]
+            assert set(plan(bm25, "tax reservoir")) == {heron, tax}
+
+
 def test_latency_ingest_and_cli_smoke(tmp_path):
     from halomem.bench.cli_speed import run_cli
     from halomem.bench.ingest_speed import run_ingest

@@ -45,7 +45,9 @@ def test_it_equals_torch_minilm_on_varied_texts() -> None:
     assert len(texts) >= 500
     ours = np.array(get_embedder("onnx").embed(texts))
     mean, worst = _mean_cosine(ours, reference["vectors"].astype(np.float64))
-    assert mean >= 0.99 and worst >= 0.98, (mean, worst)
+    # the issue's bar is a mean of 0.99; fp32 weights in a fused graph give torch's vectors (the
+    # reference is stored as float16)
+    assert mean >= 0.9999 and worst >= 0.999, (mean, worst)
 
 
 def test_it_equals_torch_minilm_live_where_torch_is_installed() -> None:
@@ -83,6 +85,18 @@ def test_the_graph_is_built_into_the_cache_when_the_package_has_none(tmp_path: P
                                       check=True).stdout)
     packaged = get_embedder("onnx").embed(["the build server runs nightly"])[0][:8]
     assert again == first and np.allclose(first["v"], packaged, atol=1e-6)
+
+
+def test_a_model_folder_whose_graph_pools_itself_runs_as_onnx_path(tmp_path: Path) -> None:
+    """`onnx:DIR` with a graph that ends in the sentence embedding (the shipped graph built from
+    other weights: tools/build_embedders.py fused-fp32) is used as it is, not pooled again."""
+    import onnx
+
+    onnx.save_model(onnx_graph.build(), str(tmp_path / "model.onnx"), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="model.weights", size_threshold=1024)
+    (tmp_path / "tokenizer.json").write_bytes((onnx_graph.PACKAGE_DIR / "tokenizer.json").read_bytes())
+    texts = ["the build server runs nightly", "invoices are paid within thirty days"]
+    assert np.allclose(get_embedder(f"onnx:{tmp_path}").embed(texts), get_embedder("onnx").embed(texts), atol=1e-6)
 
 
 def test_a_foreign_weights_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

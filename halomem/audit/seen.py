@@ -25,7 +25,6 @@ from ..index.acl import in_subtree
 from ..results import Sighting, WhoSaw
 
 SCORE_DIGITS = 4  # scores as recorded: enough to tell a re-ranking, not a fingerprint of the vectors
-DEFAULT_RETENTION_DAYS = 30.0
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Benchmark datasets as one shape: namespaces of docs, queries with relevant doc ids and a group.
 
 LoCoMo: each dialogue turn is a memory ("[session date] speaker: text"), one namespace per
-conversation, each question a query whose relevant set is its evidence turn ids. BEIR: the
+conversation, each question a query whose relevant set is its evidence turn ids; LoCoMo sessions:
+each session one long document. Paraphrases: one-line facts asked in other words. BEIR: the
 standard corpus.jsonl / queries.jsonl / qrels/*.tsv layout, in one namespace.
 """
 from __future__ import annotations
@@ -91,6 +92,39 @@ def load_locomo(path: Path, limit_conversations: int | None = None) -> Dataset:
             category = int(qa["category"])
             group = "cat5" if category == 5 else "cat1-4"
             ds.queries.append(Query(f"{conv['sample_id']}#{i}", ns, qa["question"], frozenset(relevant), group))
+    return ds
+
+
+def locomo_sessions(ds: Dataset) -> Dataset:
+    """LoCoMo's sessions as long documents in one namespace; a question's relevant set is the
+    sessions holding its evidence (cat1-4 only)."""
+    out = Dataset("locomo-sessions")
+    by_session: dict[str, list[Doc]] = {}
+    session_of: dict[tuple[str, str], str] = {}
+    for ns, docs in ds.docs.items():
+        for d in docs:
+            by_session.setdefault(d.source or "", []).append(d)
+            session_of[(ns, d.id)] = d.source or ""
+    out.docs["sessions"] = [Doc(s, "\n".join(d.text for d in turns), s) for s, turns in by_session.items()]
+    for q in ds.queries:
+        if q.group == "cat1-4":
+            out.queries.append(Query(q.id, "sessions", q.text,
+                                     frozenset(session_of[(q.namespace, r)] for r in q.relevant), q.group))
+    return out
+
+
+def load_paraphrases(path: Path, namespace: str = "acme/eng") -> Dataset:
+    """One-line facts, each asked in other words (JSONL: fact, question): one memory per fact, its
+    question the query whose one relevant memory it is (fixtures/paraphrase/facts.jsonl)."""
+    try:
+        rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+        pairs = [(str(r["fact"]), str(r["question"])) for r in rows]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InvalidInputError(f"cannot read paraphrase facts {path}: {exc}") from None
+    ds = Dataset("paraphrases")
+    ds.docs[namespace] = [Doc(f"fact-{i}", fact) for i, (fact, _) in enumerate(pairs)]
+    ds.queries = [Query(f"q-{i}", namespace, question, frozenset({f"fact-{i}"}), "all")
+                  for i, (_, question) in enumerate(pairs)]
     return ds
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import report
-from .datasets import Dataset, Doc, Query, load_locomo
+from .datasets import Dataset, load_locomo, locomo_sessions
 from .harness import ephemeral_kernel, evaluate, load
 
 DRIVERS = ("baseline", "fusion")
@@ -75,10 +75,13 @@ def install_mb(spec: str) -> float | None:
         from ..embed.static import DEFAULT_MODEL, model_dir
 
         size += sum(p.stat().st_size for p in model_dir(model or DEFAULT_MODEL).iterdir())
-    if kind == "onnx" and model:
+    if kind == "onnx":
         from ..embed.onnx import OnnxEmbedder
+        from ..embed.onnx_graph import SOURCE_PACKAGE
 
-        size += OnnxEmbedder(model).weights.stat().st_size
+        size += OnnxEmbedder(model).weights.stat().st_size  # the built graph's weights, or the export
+        if not model:  # and the package they were built from (its own files: it needs no dependency)
+            size += _dist_bytes(SOURCE_PACKAGE)
     return size / 1e6
 
 
@@ -91,27 +94,11 @@ def load_seconds(spec: str, repeats: int = 3) -> float:
     return statistics.median(runs)
 
 
-def sessions(ds: Dataset) -> Dataset:
-    """LoCoMo's sessions as long documents in one namespace; a question's relevant set is the
-    sessions holding its evidence (cat1-4 only)."""
-    out = Dataset("locomo-sessions")
-    by_session: dict[str, list[Doc]] = {}
-    session_of: dict[tuple[str, str], str] = {}
-    for ns, docs in ds.docs.items():
-        for d in docs:
-            by_session.setdefault(d.source or "", []).append(d)
-            session_of[(ns, d.id)] = d.source or ""
-    out.docs["sessions"] = [Doc(s, "\n".join(d.text for d in turns), s) for s, turns in by_session.items()]
-    for q in ds.queries:
-        if q.group == "cat1-4":
-            out.queries.append(Query(q.id, "sessions", q.text,
-                                     frozenset(session_of[(q.namespace, r)] for r in q.relevant), q.group))
-    return out
-
-
 def _quality(kernel, ds: Dataset) -> dict[str, dict[str, float]]:  # noqa: ANN001
     to_doc = load(kernel, ds)
-    return {run.driver: run.per_group["cat1-4"] for run in evaluate(kernel, ds, to_doc, DRIVERS)}
+    # LoCoMo's answerable questions (cat1-4); a set of one group, that group
+    return {run.driver: run.per_group.get("cat1-4") or next(iter(run.per_group.values()))
+            for run in evaluate(kernel, ds, to_doc, DRIVERS)}
 
 
 def _texts(ds: Dataset) -> tuple[list[str], list[str]]:
@@ -126,9 +113,12 @@ def _texts(ds: Dataset) -> tuple[list[str], list[str]]:
 
 
 def run_embed(specs: Sequence[str], locomo: Path, out_dir: Path, progress: Callable[[str], None] = lambda m: None,
-              short_n: int = 2000, long_n: int = 300, queries: int = 300) -> dict:
+              short_n: int = 2000, long_n: int = 300, queries: int = 300,
+              more_sets: Sequence[Dataset] = ()) -> dict:
+    """``more_sets``: further dev sets (org-concepts, the paraphrases, BEIR folders), each scored in a
+    store of its own per embedder."""
     ds = load_locomo(locomo)
-    long_set = sessions(ds)
+    long_set = locomo_sessions(ds)
     turns, long_docs = _texts(ds)
     short_texts, long_texts = turns[:short_n], long_docs[:long_n]
     questions = [q.text for q in ds.queries[:queries]]
@@ -166,14 +156,20 @@ def run_embed(specs: Sequence[str], locomo: Path, out_dir: Path, progress: Calla
                 entry["sessions_passages" if passages else "sessions_whole"] = _quality(kernel, long_set)
         progress(f"{spec}: sessions fusion R@10 {entry['sessions_whole']['fusion']['R@10']:.3f} whole, "
                  f"{entry['sessions_passages']['fusion']['R@10']:.3f} with passages")
+        entry["sets"] = {}
+        for other in more_sets:
+            with ephemeral_kernel(spec) as kernel:
+                entry["sets"][other.name] = _quality(kernel, other)
+            progress(f"{spec}: {other.name} fusion nDCG@10 {entry['sets'][other.name]['fusion']['nDCG@10']:.3f}")
         results.append(entry)
-    md = _markdown(results, ds, long_set, len(short_texts), len(long_texts), len(questions))
+    md = _markdown(results, ds, long_set, len(short_texts), len(long_texts), len(questions), more_sets)
     data = {"results": results}
     report.write(out_dir, "embed", data, md)
     return {**data, "markdown": md}
 
 
-def _markdown(results: list[dict], ds: Dataset, long_set: Dataset, short_n: int, long_n: int, q_n: int) -> str:
+def _markdown(results: list[dict], ds: Dataset, long_set: Dataset, short_n: int, long_n: int, q_n: int,
+              more_sets: Sequence[Dataset] = ()) -> str:
     def mb(v: float | None) -> str:
         return "n/a" if v is None else f"{v:.0f}"
 
@@ -188,6 +184,12 @@ def _markdown(results: list[dict], ds: Dataset, long_set: Dataset, short_n: int,
         [[r["name"], d, r["locomo"][d]["R@10"], r["locomo"][d]["nDCG@10"], r["sessions_whole"][d]["R@10"],
           r["sessions_passages"][d]["R@10"], r["sessions_whole"][d]["nDCG@10"], r["sessions_passages"][d]["nDCG@10"]]
          for r in results for d in DRIVERS])
+    names = [o.name for o in more_sets]
+    every = report.markdown_table(
+        ["embedder", "driver", "LoCoMo", "sessions (passages)", *names],
+        [[r["name"], d, r["locomo"][d]["nDCG@10"], r["sessions_passages"][d]["nDCG@10"],
+          *(r["sets"][n][d]["nDCG@10"] for n in names)] for r in results for d in DRIVERS])
+    sets = ", ".join(f"{o.name} ({o.doc_count} memories, {len(o.queries)} queries)" for o in more_sets)
     return (f"# Embedders: cost and quality in one run\n\n"
             f"Cost: install size beyond the rest of halomem (model files included); load = a fresh process "
             f"importing, loading and embedding one text (median of 3); query latency over {q_n} LoCoMo questions "
@@ -196,4 +198,6 @@ def _markdown(results: list[dict], ds: Dataset, long_set: Dataset, short_n: int,
             f"Quality: LoCoMo cat1-4 ({sum(1 for q in ds.queries if q.group == 'cat1-4')} questions over "
             f"{ds.doc_count} turns, one namespace per conversation); the long-document set is LoCoMo's "
             f"{long_set.doc_count} sessions as documents in one namespace, {len(long_set.queries)} cat1-4 "
-            f"questions judged by their evidence sessions, embedded whole and with passages.\n\n{quality}")
+            f"questions judged by their evidence sessions, embedded whole and with passages.\n\n{quality}"
+            + (f"\n\nnDCG@10 on every dev set (docs/bench/devsets.md): LoCoMo and its sessions as above, {sets}."
+               f"\n\n{every}" if more_sets else ""))

@@ -6,7 +6,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..config import Settings
 from ..db.embedded import ephemeral_server
@@ -20,6 +20,16 @@ from .metrics import METRICS, score_all
 EVAL_K = 10
 EVAL_BUDGET = 1_000_000  # measure ranking, not budget trimming
 WARM_QUERIES = 5  # untimed plans per driver first: caches, the planner, the embedder's session
+# fusion's two lanes alone over its own pool, no context: what the default must add to (bench quality --lanes)
+LANES = ("fusion/bm25-alone", "fusion/vectors-alone")
+
+
+def _driver(kernel, name: str):  # noqa: ANN001, ANN202
+    if name in LANES:
+        from ..drivers.fusion import FusionDriver
+
+        return FusionDriver(*((1.0, 0.0) if name == LANES[0] else (0.0, 1.0)), context=False)
+    return kernel.registry.get(name)
 
 
 @contextlib.contextmanager
@@ -65,10 +75,12 @@ class DriverRun:
     p95_ms: float = 0.0
 
 
-def evaluate(kernel, ds: Dataset, to_doc: dict[str, str], drivers: Sequence[str]) -> list[DriverRun]:  # noqa: ANN001
+def evaluate(kernel, ds: Dataset, to_doc: dict[str, str], drivers: Sequence[str],  # noqa: ANN001
+             instances: Mapping[str, Any] | None = None) -> list[DriverRun]:
+    """``instances``: drivers built by the caller (a candidate setting), by the name to report."""
     runs = []
     for name in drivers:
-        driver = kernel.registry.get(name)
+        driver = (instances or {}).get(name) or _driver(kernel, name)
         sums: dict[str, dict[str, float]] = {}
         counts: dict[str, int] = {}
         timings = []

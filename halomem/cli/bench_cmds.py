@@ -12,6 +12,7 @@ from .common import JsonOption, emit_json, err, out
 
 app = typer.Typer(no_args_is_help=True, help="Benchmarks (speed and quality goals live here, not in unit tests).")
 DEFAULT_LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"
+DEFAULT_PARAPHRASES = Path(__file__).resolve().parents[2] / "fixtures" / "paraphrase" / "facts.jsonl"
 OutOption = typer.Option(Path("bench-results"), "--out", help="Results folder (markdown, JSON, PNG).")
 
 
@@ -37,19 +38,23 @@ def _finish(result: dict, as_json: bool) -> None:
 
 
 @app.command()
-def quality(dataset: str = typer.Option("locomo", help="locomo, org-concepts (generated), or beir (with --path)."),
-            path: Optional[Path] = typer.Option(None, help="Data file (LoCoMo JSON) or BEIR folder."),
+def quality(dataset: str = typer.Option("locomo", help="locomo, sessions (LoCoMo's sessions as documents), "
+                                        "org-concepts (generated), paraphrases, or beir (with --path)."),
+            path: Optional[Path] = typer.Option(None, help="Data file (LoCoMo JSON, paraphrase JSONL) or BEIR folder."),
             embedder: List[str] = typer.Option(["default"], "--embedder",
                                                help="Repeatable: default (a new store's), onnx, static, hash, minilm, openai:MODEL."),
             driver: List[str] = typer.Option(["baseline", "fusion", "graph", "keyword"], "--driver", help="Repeatable."),
+            lanes: bool = typer.Option(False, "--lanes", help="Also fusion's BM25 and vector lanes alone."),
             conversations: Optional[int] = typer.Option(None, help="Only the first N LoCoMo conversations."),
             out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
     """R@5, R@10, nDCG@10, MRR@10 per driver, group and embedder."""
-    from ..bench.datasets import load_beir, load_locomo
+    from ..bench.datasets import load_beir, load_locomo, load_paraphrases, locomo_sessions
+    from ..bench.harness import LANES
     from ..bench.quality import run_quality
 
-    if dataset == "locomo":
+    if dataset in ("locomo", "sessions"):
         ds = load_locomo(path or DEFAULT_LOCOMO, conversations)
+        ds = locomo_sessions(ds) if dataset == "sessions" else ds
     elif dataset == "beir":
         if path is None:
             raise InvalidInputError("--dataset beir needs --path to a BEIR collection folder")
@@ -58,9 +63,11 @@ def quality(dataset: str = typer.Option("locomo", help="locomo, org-concepts (ge
         from ..bench.org_concepts import generate
 
         ds = generate()
+    elif dataset == "paraphrases":
+        ds = load_paraphrases(path or DEFAULT_PARAPHRASES)
     else:
-        raise InvalidInputError(f"unknown dataset {dataset!r} (locomo, org-concepts, beir)")
-    _finish(run_quality(ds, embedder, driver, out_dir, _say), as_json)
+        raise InvalidInputError(f"unknown dataset {dataset!r} (locomo, sessions, org-concepts, paraphrases, beir)")
+    _finish(run_quality(ds, embedder, [*driver, *(LANES if lanes else ())], out_dir, _say), as_json)
 
 
 @app.command()
@@ -104,12 +111,20 @@ def ingest(rows: int = typer.Option(20000, help="Rows to ingest."),
 def embed(embedder: List[str] = typer.Option(["onnx", "static", "hash"], "--embedder",
                                              help="Repeatable: static, hash, minilm, onnx:DIR, openai:MODEL."),
           path: Optional[Path] = typer.Option(None, help="LoCoMo JSON."),
+          dev_sets: bool = typer.Option(False, "--dev-sets", help="Also org-concepts and the paraphrases."),
+          beir: List[Path] = typer.Option([], "--beir", help="Repeatable: a BEIR folder scored as well."),
           out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
     """Per embedder: install size, load time, query latency, ingest rate, LoCoMo quality, long documents
-    with and without passages."""
+    with and without passages; with --dev-sets and --beir, quality on every dev set."""
+    from ..bench.datasets import load_beir, load_paraphrases
     from ..bench.embed import run_embed
 
-    _finish(run_embed(embedder, path or DEFAULT_LOCOMO, out_dir, _say), as_json)
+    more = [load_beir(folder) for folder in beir]
+    if dev_sets:
+        from ..bench.org_concepts import generate
+
+        more = [generate(), load_paraphrases(DEFAULT_PARAPHRASES), *more]
+    _finish(run_embed(embedder, path or DEFAULT_LOCOMO, out_dir, _say, more_sets=more), as_json)
 
 
 @app.command()

@@ -160,15 +160,16 @@ def data(ns: Optional[str], embeds: Sequence[str] = ()):  # noqa: ANN201 - halom
                 raise InvalidInputError(f"--ns {ns} conflicts with HALOMEM_TOKEN, whose namespace is {own}"
                                         " (drop --ns/HALOMEM_NS in remote mode)")
         return client
-    from ..ops import for_operator
-
-    if _kernel is None and embeds:
-        from ..embed import prefetch
+    early = None
+    if _kernel is None and embeds:  # forked before the database stack is imported: that import is
+        from ..embed import prefetch  # most of what the child's work can overlap
 
         early = prefetch.start(settings().embedder, embeds)
-        if early is not None:
-            booted = kernel()
-            booted.embedders.current = prefetch.PrefetchedEmbedder(booted.embedders.current, early)
+    from ..ops import for_operator
+
+    if early is not None:
+        booted = kernel()
+        booted.embedders.current = prefetch.PrefetchedEmbedder(booted.embedders.current, early)
     return for_operator(kernel(), ns or settings().ns)  # --ns / HALOMEM_NS, else config.toml's ns
 
 

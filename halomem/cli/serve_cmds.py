@@ -6,7 +6,7 @@ import os
 import typer
 
 from ..admission import DEFAULT_PER_ORG, DEFAULT_PER_PRINCIPAL, DEFAULT_WAIT, Shares
-from ..audit.seen import DEFAULT_RETENTION_DAYS
+from ..config import DEFAULT_RETENTION_DAYS
 from .common import err, kernel
 
 

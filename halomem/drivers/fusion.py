@@ -21,8 +21,9 @@ Differences from baseline, each a standard IR adjustment rather than a fit to on
 - L3 concepts that strongly match are fused in by rank (retrieval.concepts), as in baseline;
 - only memories with evidence are returned (a query term, or a cosine at or above the view's
   similarity floor: retrieval.evidence); context raises them, it does not admit others.
-One setting for every collection, chosen across the dev sets (LoCoMo, its sessions as long
-documents, org-concepts, company facts asked in other words: docs/bench/fusion.md), never per set.
+One setting for every collection, chosen across the six dev sets (LoCoMo, its sessions as long
+documents, org-concepts, company facts asked in other words, two public BEIR collections:
+docs/bench/devsets.md, docs/bench/fusion.md), never per set.
 
 DRIVER BOUNDARY: imports only halomem.types and halomem.retrieval.
 """
@@ -36,8 +37,8 @@ from halomem.retrieval import gather_pool, subject_scores, with_neighbour_contex
 from halomem.types import Capabilities, RetrieverQuery, ScoredRef, estimate_tokens, fit_budget, rank_key
 
 VECTOR_K = 200
-LEXICAL_WEIGHT = 0.75
-COSINE_WEIGHT = 0.25
+LEXICAL_WEIGHT = 0.72
+COSINE_WEIGHT = 0.28
 BM25_K1 = 1.5
 BM25_B = 0.3
 SOURCE_CONTEXT_WEIGHT = 0.5
@@ -48,6 +49,13 @@ SUBJECT_WEIGHT = 0.2  # a bonus on top of the two lanes' 1.0
 class FusionDriver:
     name = "fusion"
 
+    def __init__(self, lexical_weight: float = LEXICAL_WEIGHT, cosine_weight: float = COSINE_WEIGHT,
+                 context: bool = True, lexical_power: float = 2.0) -> None:
+        """The shipped setting by default; other settings, or no context (subject, neighbour and
+        source), are what `bench quality --lanes` and tools/fusion_candidates.py measure."""
+        self._lexical_weight, self._cosine_weight, self._context = lexical_weight, cosine_weight, context
+        self._lexical_power = lexical_power
+
     def capabilities(self) -> Capabilities:
         return Capabilities(graph=False, streaming=False)
 
@@ -57,16 +65,20 @@ class FusionDriver:
         pool = gather_pool(q.view, q.query, max(VECTOR_K, q.k))
         lexical = pool.lexical_scores(q.query, k1=BM25_K1, b=BM25_B)
         floor = similarity_floor(q.view)
-        share = lexical_share(lexical, query_mass(q.view, q.query, pool.content, pool.bm25 is not None))
-        lanes = [(share, LEXICAL_WEIGHT), (cosine_above_floor(pool.cosine, floor), COSINE_WEIGHT)]
-        subject = subject_scores(q.view, q.query, pool.content)
+        share = lexical_share(lexical, query_mass(q.view, q.query, pool.content, pool.bm25 is not None),
+                              self._lexical_power)
+        lanes = [(share, self._lexical_weight), (cosine_above_floor(pool.cosine, floor), self._cosine_weight)]
+        subject = subject_scores(q.view, q.query, pool.content) if self._context else {}
         if 0 < sum(subject.values()) < len(subject):  # a lane that sets some memories apart
             lanes.append((subject, SUBJECT_WEIGHT))
         total = sum(weight for _, weight in lanes)
-        merged = {ref: s / total for ref, s in weighted_sum(lanes).items()}  # kept in 0..1
-        beside = with_neighbour_context(merged, pool.source, pool.position, NEIGHBOUR_CONTEXT_WEIGHT)
-        final = with_source_context(beside, pool.source, SOURCE_CONTEXT_WEIGHT)
-        final = only(final, evidenced(pool.cosine, lexical, floor))  # matched nothing: never fills k
+        final = {ref: s / total for ref, s in weighted_sum(lanes).items()}  # kept in 0..1
+        if self._context:
+            beside = with_neighbour_context(final, pool.source, pool.position, NEIGHBOUR_CONTEXT_WEIGHT)
+            final = with_source_context(beside, pool.source, SOURCE_CONTEXT_WEIGHT)
+        # matched nothing: never fills k (a lane weighed 0 is no evidence: a lane alone returns its own)
+        final = only(final, evidenced(pool.cosine if self._cosine_weight else {},
+                                      lexical if self._lexical_weight else {}, floor))
         scored = [ScoredRef(ref, "L2", ref, s, pool.content[ref], estimate_tokens(pool.content[ref]))
                   for ref, s in final.items()]
         return fit_budget(with_concepts(sorted(scored, key=rank_key), q.view, q.query, q.k), q.k, q.token_budget)

@@ -3,8 +3,8 @@
 ``onnx`` (or ``onnx:minilm-l6-v2``) is the shipped encoder, its graph built from a pinned registry
 package's weights by embed/onnx_graph.py: no torch, nothing downloaded. ``onnx:/path`` runs another
 export of the same architecture: a directory with model.onnx (or model_int8.onnx) and
-tokenizer.json, or one .onnx file in such a directory, whose output is the last hidden state
-(tools/build_embedders.py makes these for `halomem bench embed`).
+tokenizer.json, or one .onnx file in such a directory, whose output is the last hidden state (pooled
+here) or the sentence embedding (tools/build_embedders.py makes these for `halomem bench embed`).
 
 Texts are tokenized by MiniLM's own WordPiece (tokenizers, in Rust), cut to its 256-token window,
 sorted by length and run in batches of similar length under a token budget: padding is the cost a
@@ -59,12 +59,11 @@ class OnnxEmbedder:
 
             source_model()  # a missing weights package is a configuration error now, not at the first search
             self._weights: Path | None = None
-            self._tokenizer_file, self._pooled = PACKAGE_DIR / "tokenizer.json", True
+            self._tokenizer_file = PACKAGE_DIR / "tokenizer.json"
             self.model = SHIPPED
             self.name = f"onnx:{SHIPPED}"
         else:
             self._weights, self._tokenizer_file = self._export(Path(model).expanduser())
-            self._pooled = False
             self.model = f"{self._tokenizer_file.parent.name}/{self._weights.stem}"
             self.name = f"onnx:{model}"
 
@@ -148,7 +147,7 @@ class OnnxEmbedder:
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(batch)
         result = self._session.run(None, feed)[0]
-        if not self._pooled:  # a plain export: mean over the mask, then L2
+        if result.ndim == 3:  # a plain export's last hidden state: mean over the mask, then L2
             result = (result * mask[..., None]).sum(axis=1)
             norms = np.linalg.norm(result, axis=1, keepdims=True)
             result = result / np.where(norms > 0, norms, 1)

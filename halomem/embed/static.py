@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import json
 import math
-import struct
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import ConfigError
 from .embedders import HashEmbedder
+from .safetensors import read_safetensors
 
 DEFAULT_MODEL = "minilm-l6-v2-static"
 MODELS_DIR = Path(__file__).parent / "models"
 PLAIN_PYTHON_TOKENS = 2_000  # up to this many tokens in one call, no numpy (a query, a short memory)
-_CODES = {"I8": "b", "F16": "e", "F32": "f", "F64": "d", "I32": "i", "I64": "q"}  # safetensors dtype -> struct
 
 
 def model_dir(model: str) -> Path:
@@ -34,37 +33,6 @@ def model_dir(model: str) -> Path:
         raise ConfigError(f"static embedder model {model!r} not found (shipped: {shipped}; or a directory "
                           f"with model.safetensors and tokenizer.json)")
     return path
-
-
-class _Tensor:
-    """One tensor of a safetensors file, read without a framework (the format: an 8-byte header
-    length, a JSON header of dtype/shape/offsets, then raw little-endian data)."""
-
-    def __init__(self, data: memoryview, meta: dict[str, Any]) -> None:
-        self.dtype, self.shape = meta["dtype"], [int(n) for n in meta["shape"]]
-        start, end = meta["data_offsets"]
-        self.data = data[start:end]
-        width = self.shape[1] if len(self.shape) == 2 else 1
-        self._row = struct.Struct(f"<{width}{_CODES[self.dtype]}")
-
-    def row(self, i: int) -> tuple:
-        return self._row.unpack_from(self.data, i * self._row.size)
-
-    def numpy(self, np: Any) -> Any:
-        kind = {"I8": np.int8, "F16": np.float16, "F32": np.float32, "F64": np.float64, "I32": np.int32,
-                "I64": np.int64}[self.dtype]
-        return np.frombuffer(self.data, dtype=np.dtype(kind).newbyteorder("<")).reshape(self.shape)
-
-
-def _read_safetensors(path: Path) -> dict[str, _Tensor]:
-    raw = memoryview(path.read_bytes())
-    size = struct.unpack_from("<Q", raw, 0)[0]
-    header = json.loads(bytes(raw[8:8 + size]))
-    body = raw[8 + size:]
-    tensors = {name: _Tensor(body, meta) for name, meta in header.items() if name != "__metadata__"}
-    if any(t.dtype not in _CODES for t in tensors.values()):
-        raise ValueError(f"unsupported dtype in {path.name}")
-    return tensors
 
 
 class StaticEmbedder:
@@ -79,7 +47,7 @@ class StaticEmbedder:
         path = model_dir(model)
         try:
             config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-            tensors = _read_safetensors(path / "model.safetensors")
+            tensors = read_safetensors(path / "model.safetensors")
             self._table = tensors["embeddings"]
             self._tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         except Exception as exc:  # a damaged or foreign model file is a configuration problem

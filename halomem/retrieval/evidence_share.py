@@ -30,10 +30,11 @@ def query_mass(view: Any, query: str, pool_content: Mapping[str, str], host_scor
     return sum(idf(len(docs), sum(1 for d in docs if term in d)) for term in wanted)
 
 
-def lexical_share(lexical: Mapping[str, float], mass: float) -> dict[str, float]:
+def lexical_share(lexical: Mapping[str, float], mass: float, power: float = 2.0) -> dict[str, float]:
+    """(s / (s + M)) ** power; ``power`` other than 2 only for the candidates of docs/bench/fusion.md."""
     if mass <= 0:
         return {ref: (1.0 if s > 0 else 0.0) for ref, s in lexical.items()}
-    return {ref: (s / (s + mass)) ** 2 if s > 0 else 0.0 for ref, s in lexical.items()}
+    return {ref: (s / (s + mass)) ** power if s > 0 else 0.0 for ref, s in lexical.items()}
 
 
 def cosine_above_floor(cosine: Mapping[str, float], floor: float | None) -> dict[str, float]:

@@ -17,7 +17,7 @@ from .. import __version__
 from ..errors import (AuthenticationError, DatabaseUnavailableError, HalomemError, InvalidInputError,
                       MethodNotAllowedError, NotFoundError, SchemaMismatchError)
 from ..admission import Shares
-from ..audit.seen import DEFAULT_RETENTION_DAYS
+from ..config import DEFAULT_RETENTION_DAYS
 from ..kernel import Kernel
 from ..pipeline import DEFAULT_REFUSAL_WINDOW, Pipeline
 from .api import build_router

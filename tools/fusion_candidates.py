@@ -1,0 +1,56 @@
+"""Score fusion settings on every dev set at once (docs/bench/fusion.md's candidates table).
+
+    python tools/fusion_candidates.py BEIR_DIR [BEIR_DIR ...]
+
+Loads LoCoMo, its sessions, org-concepts, the paraphrases and each BEIR folder once (the default
+embedder, one ephemeral store each), then scores the shipped drivers, fusion's lanes alone and the
+candidate settings below on all of them: one setting is chosen across the sets, never per set.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+from halomem.bench.datasets import load_beir, load_locomo, load_paraphrases, locomo_sessions
+from halomem.bench.harness import LANES, ephemeral_kernel, evaluate, load
+from halomem.bench.org_concepts import generate
+from halomem.drivers.fusion import FusionDriver
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo10.json"
+
+
+CANDIDATES = [(f"(s/(s+M))^{p:g}, {w:g} / {1 - w:g}", p, w)
+              for p in (2, 1, 1.5) for w in (0.75, 0.65, 0.6, 0.5, 0.4) if p == 2 or w in (0.75, 0.6, 0.5)]
+
+
+def main(beir: list[str]) -> None:
+    locomo = load_locomo(LOCOMO)
+    sets = [locomo, locomo_sessions(locomo), generate(), load_paraphrases(ROOT / "fixtures/paraphrase/facts.jsonl"),
+            *(load_beir(Path(b)) for b in beir)]
+    with contextlib.ExitStack() as stack:
+        stores = []
+        for ds in sets:
+            kernel = stack.enter_context(ephemeral_kernel("default"))
+            stores.append((kernel, ds, load(kernel, ds)))
+            print(f"loaded {ds.name}", file=sys.stderr, flush=True)
+
+        def score(label: str, name: str, driver=None) -> None:  # noqa: ANN001
+            row = {}
+            for kernel, ds, to_doc in stores:
+                [run] = evaluate(kernel, ds, to_doc, [name], {name: driver} if driver else None)
+                group = run.per_group.get("cat1-4") or next(iter(run.per_group.values()))
+                row[ds.name] = round(group["nDCG@10"], 4)
+            row["mean"] = round(sum(row.values()) / len(row), 4)
+            print(json.dumps({"setting": label, **row}), flush=True)
+
+        for name in ("baseline", "keyword", "graph", "fusion", *LANES):
+            score(name, name)
+        for label, power, weight in CANDIDATES:
+            score(label, "fusion", FusionDriver(weight, 1 - weight, lexical_power=power))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
