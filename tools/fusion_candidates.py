@@ -16,19 +16,16 @@ from pathlib import Path
 from halomem.bench.datasets import load_beir, load_locomo, load_paraphrases, locomo_sessions
 from halomem.bench.harness import LANES, ephemeral_kernel, evaluate, load
 from halomem.bench.org_concepts import generate
+from halomem.cli.bench_cmds import DEFAULT_LOCOMO, DEFAULT_PARAPHRASES
 from halomem.drivers.fusion import FusionDriver
-
-ROOT = Path(__file__).resolve().parent.parent
-LOCOMO = ROOT.parent / "shared" / "data" / "locomo10.json"
-
 
 CANDIDATES = [(f"(s/(s+M))^{p:g}, {w:g} / {1 - w:g}", p, w)
               for p in (2, 1, 1.5) for w in (0.75, 0.65, 0.6, 0.5, 0.4) if p == 2 or w in (0.75, 0.6, 0.5)]
 
 
 def main(beir: list[str]) -> None:
-    locomo = load_locomo(LOCOMO)
-    sets = [locomo, locomo_sessions(locomo), generate(), load_paraphrases(ROOT / "fixtures/paraphrase/facts.jsonl"),
+    locomo = load_locomo(DEFAULT_LOCOMO)
+    sets = [locomo, locomo_sessions(locomo), generate(), load_paraphrases(DEFAULT_PARAPHRASES),
             *(load_beir(Path(b)) for b in beir)]
     with contextlib.ExitStack() as stack:
         stores = []
@@ -41,8 +38,7 @@ def main(beir: list[str]) -> None:
             row = {}
             for kernel, ds, to_doc in stores:
                 [run] = evaluate(kernel, ds, to_doc, [name], {name: driver} if driver else None)
-                group = run.per_group.get("cat1-4") or next(iter(run.per_group.values()))
-                row[ds.name] = round(group["nDCG@10"], 4)
+                row[ds.name] = round(run.headline["nDCG@10"], 4)
             row["mean"] = round(sum(row.values()) / len(row), 4)
             print(json.dumps({"setting": label, **row}), flush=True)
 

@@ -74,6 +74,11 @@ class DriverRun:
     p50_ms: float = 0.0
     p95_ms: float = 0.0
 
+    @property
+    def headline(self) -> dict[str, float]:
+        """The metrics a dev set is judged by: LoCoMo's answerable questions (cat1-4), else a set's one group."""
+        return self.per_group.get("cat1-4") or next(iter(self.per_group.values()))
+
 
 def evaluate(kernel, ds: Dataset, to_doc: dict[str, str], drivers: Sequence[str],  # noqa: ANN001
              instances: Mapping[str, Any] | None = None) -> list[DriverRun]:

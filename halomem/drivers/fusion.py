@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from halomem.retrieval.concepts import with_concepts
 from halomem.retrieval.evidence import evidenced, only, similarity_floor
-from halomem.retrieval.evidence_share import cosine_above_floor, lexical_share, query_mass
+from halomem.retrieval.evidence_share import LEXICAL_POWER, cosine_above_floor, lexical_share, query_mass
 from halomem.retrieval.merge import weighted_sum
 from halomem.retrieval import gather_pool, subject_scores, with_neighbour_context, with_source_context
 from halomem.types import Capabilities, RetrieverQuery, ScoredRef, estimate_tokens, fit_budget, rank_key
@@ -50,7 +50,7 @@ class FusionDriver:
     name = "fusion"
 
     def __init__(self, lexical_weight: float = LEXICAL_WEIGHT, cosine_weight: float = COSINE_WEIGHT,
-                 context: bool = True, lexical_power: float = 2.0) -> None:
+                 context: bool = True, lexical_power: float = LEXICAL_POWER) -> None:
         """The shipped setting by default; other settings, or no context (subject, neighbour and
         source), are what `bench quality --lanes` and tools/fusion_candidates.py measure."""
         self._lexical_weight, self._cosine_weight, self._context = lexical_weight, cosine_weight, context

@@ -92,15 +92,16 @@ def save(model, folder: Path) -> Path:  # noqa: ANN001 (onnx.ModelProto)
     return folder / GRAPH_NAME
 
 
-def weights_from_safetensors(path: Path) -> dict[str, "object"]:
-    """A BERT checkpoint's tensors by the names build() uses, as float32: a Linear layer's weight
-    under its layer's name, transposed (x @ W.T), everything else under its own name."""
+def weights_from_safetensors(data: bytes) -> dict[str, "object"]:
+    """A BERT checkpoint's tensors (a safetensors file's bytes) by the names build() uses, as
+    float32: a Linear layer's weight under its layer's name, transposed (x @ W.T), everything else
+    under its own name."""
     import numpy as np
 
-    from .safetensors import read_safetensors
+    from .safetensors import parse_safetensors
 
     params = {}
-    for name, tensor in read_safetensors(path).items():
+    for name, tensor in parse_safetensors(data, "model.safetensors").items():
         array = tensor.numpy(np).astype(np.float32)
         if name.endswith(".weight") and array.ndim == 2 and not name.startswith("embeddings."):
             params[name.removesuffix(".weight")] = np.ascontiguousarray(array.T)
@@ -111,14 +112,11 @@ def weights_from_safetensors(path: Path) -> dict[str, "object"]:
 
 def _weights(path: Path) -> dict[str, "object"]:
     """The pinned package's tensors (sha256 checked: another file is a configuration error)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)
-    if digest.hexdigest() != SOURCE_SHA256:
+    data = path.read_bytes()  # read once: hashed, then parsed
+    if hashlib.sha256(data).hexdigest() != SOURCE_SHA256:
         raise ConfigError(f"{path} is not {SOURCE_PACKAGE} {SOURCE_VERSION}'s model.safetensors (sha256 "
                           f"differs): {INSTALL_HINT}")
-    return weights_from_safetensors(path)
+    return weights_from_safetensors(data)
 
 
 def build(params: dict | None = None):  # noqa: ANN201 (onnx.ModelProto)

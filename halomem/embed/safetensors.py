@@ -35,11 +35,16 @@ class Tensor:
 
 
 def read_safetensors(path: Path) -> dict[str, Tensor]:
-    raw = memoryview(path.read_bytes())
+    return parse_safetensors(path.read_bytes(), path.name)
+
+
+def parse_safetensors(data: bytes, name: str = "safetensors") -> dict[str, Tensor]:
+    """The tensors of a file already read (the encoder's weights are hashed from the same bytes)."""
+    raw = memoryview(data)
     size = struct.unpack_from("<Q", raw, 0)[0]
     header = json.loads(bytes(raw[8:8 + size]))
     body = raw[8 + size:]
     tensors = {name: Tensor(body, meta) for name, meta in header.items() if name != "__metadata__"}
     if any(t.dtype not in _CODES for t in tensors.values()):
-        raise ValueError(f"unsupported dtype in {path.name}")
+        raise ValueError(f"unsupported dtype in {name}")
     return tensors

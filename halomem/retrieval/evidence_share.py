@@ -30,8 +30,11 @@ def query_mass(view: Any, query: str, pool_content: Mapping[str, str], host_scor
     return sum(idf(len(docs), sum(1 for d in docs if term in d)) for term in wanted)
 
 
-def lexical_share(lexical: Mapping[str, float], mass: float, power: float = 2.0) -> dict[str, float]:
-    """(s / (s + M)) ** power; ``power`` other than 2 only for the candidates of docs/bench/fusion.md."""
+LEXICAL_POWER = 2.0  # the shipped exponent; others only for the candidates of docs/bench/fusion.md
+
+
+def lexical_share(lexical: Mapping[str, float], mass: float, power: float = LEXICAL_POWER) -> dict[str, float]:
+    """(s / (s + M)) ** power."""
     if mass <= 0:
         return {ref: (1.0 if s > 0 else 0.0) for ref, s in lexical.items()}
     return {ref: (s / (s + mass)) ** power if s > 0 else 0.0 for ref, s in lexical.items()}
