@@ -29,7 +29,7 @@ def _capture_sql(conn, cursor, statement, parameters, context, executemany):  # 
     SQL_LINT.record(statement)
 
 BUILTIN_DRIVERS = {"baseline", "fusion", "graph", "keyword"}
-TABLES = "memories, lexicon, concepts, entities, entity_aliases, mentions, audit_log, policies, principals, search_seen, search_queries, feedback"
+TABLES = "memories, lexicon, lexicon_events, concepts, entities, entity_aliases, mentions, audit_log, policies, principals, search_seen, search_queries, feedback"
 
 
 @pytest.fixture(scope="session")

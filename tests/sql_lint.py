@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from pglast.parser import ParseError, parse_sql_json
 
-ACL_TABLES = {"memories", "concepts", "entities", "mentions", "lexicon"}
+ACL_TABLES = {"memories", "concepts", "entities", "mentions", "lexicon", "lexicon_events"}
 WRITERS = ("halomem.write", "halomem.audit", "halomem.db.migrations")
 IDENTITY_WRITER, IDENTITY_TABLES = "halomem.auth.store", {"principals", "lineage"}  # lineage: revoke's CTE
 # the reader's catalog counts every namespace's live rows (lexicon) to choose exact scans over HNSW

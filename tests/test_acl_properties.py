@@ -17,7 +17,7 @@ from halomem.types import Namespace
 FULL = os.environ.get("HALOMEM_TEST_PROFILE") == "full"
 WORLDS = 1300 if FULL else 40
 CASES = {"worlds": 0, "cases": 0}
-TABLES = "memories, lexicon, concepts, entities, entity_aliases, mentions, audit_log, policies"
+TABLES = "memories, lexicon, lexicon_events, concepts, entities, entity_aliases, mentions, audit_log, policies"
 
 segment = st.sampled_from(["a", "b", "c", "a-b", "a.b", "x_1"])
 namespaces = st.lists(segment, min_size=1, max_size=4).map("/".join)

@@ -146,8 +146,9 @@ def test_as_of_over_rest_mcp_and_cli(api_server, kernel, cli):
         session.close()
     shown = json.loads(cli("search", "--ns", "acme/eng", "VPN gateway", "--as-of", when.isoformat(), "--json").stdout)
     assert [h["id"] for h in shown["hits"]] == [old]
-    assert [h["id"] for h in json.loads(cli("search", "--ns", "acme/eng", "VPN gateway", "--as-of", "1d",
-                                            "--json").stdout)["hits"]] == []
+    day = cli("search", "--ns", "acme/eng", "VPN gateway", "--as-of", "1d", "--json")
+    assert day.returncode == 0, day.stdout + day.stderr
+    assert [h["id"] for h in json.loads(day.stdout)["hits"]] == []
     refused = cli("search", "--ns", "acme/eng", "VPN", "--as-of", "soon")
     assert refused.returncode == 3 and refused.stderr.count("\n") == 1 and "as_of" in refused.stderr
 

@@ -34,6 +34,36 @@ def _lexicon(kernel) -> dict[tuple[str, str], tuple[int, int]]:
                 for r in conn.exec_driver_sql("SELECT namespace, lexeme, docs, tokens FROM lexicon")}
 
 
+def _recount_events(kernel) -> dict[tuple[str, str, object], tuple[int, int]]:
+    """The lexicon's history as it must be: each row not erased +1 when born, -1 when closed."""
+    with kernel.engine.connect() as conn:
+        rows = conn.exec_driver_sql(
+            "SELECT namespace, lexeme, at, sum(sign), sum(sign * n) FROM ("
+            " SELECT namespace, lexeme, t_valid_from AS at, 1 AS sign, coalesce(array_length(positions, 1), 1) AS n"
+            " FROM memories, unnest(content_tsv) WHERE erased_at IS NULL"
+            " UNION ALL SELECT namespace, lexeme, t_valid_to, -1, coalesce(array_length(positions, 1), 1)"
+            " FROM memories, unnest(content_tsv) WHERE erased_at IS NULL AND t_valid_to IS NOT NULL"
+            " UNION ALL SELECT namespace, '', t_valid_from, 1, doc_length FROM memories WHERE erased_at IS NULL"
+            " UNION ALL SELECT namespace, '', t_valid_to, -1, doc_length FROM memories"
+            " WHERE erased_at IS NULL AND t_valid_to IS NOT NULL) e"
+            " GROUP BY 1, 2, 3 HAVING sum(sign) <> 0 OR sum(sign * n) <> 0").all()
+    return {(r[0], r[1], r[2]): (int(r[3]), int(r[4])) for r in rows}
+
+
+def _events(kernel) -> dict[tuple[str, str, object], tuple[int, int]]:
+    with kernel.engine.connect() as conn:
+        return {(r[0], r[1], r[2]): (int(r[3]), int(r[4])) for r in
+                conn.exec_driver_sql("SELECT namespace, lexeme, at, docs, tokens FROM lexicon_events")}
+
+
+def _summed(events: dict[tuple[str, str, object], tuple[int, int]]) -> dict[tuple[str, str], tuple[int, int]]:
+    total: dict[tuple[str, str], tuple[int, int]] = {}
+    for (ns, lexeme, _), (docs, tokens) in events.items():
+        d, t = total.get((ns, lexeme), (0, 0))
+        total[(ns, lexeme)] = (d + docs, t + tokens)
+    return {key: value for key, value in total.items() if value != (0, 0)}
+
+
 def _sentence(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12)))
 
@@ -62,15 +92,24 @@ def test_lexicon_matches_a_recount_after_any_sequence_of_writes(kernel, seed):
             lines = [json.dumps({"key": key, "content": content}) for key, content in keyed.items()]
             kernel.ingest_bytes("acme/eng", "\n".join(lines).encode(), fmt="jsonl")
         assert _lexicon(kernel) == _recount(kernel), f"step {step}: {op}"
+        events = _events(kernel)
+        assert events == _recount_events(kernel), f"step {step}: {op}"  # the history, exact
+        assert _summed(events) == _lexicon(kernel), f"step {step}: {op}"  # and it sums to today's
 
 
 def test_an_erased_rows_words_leave_the_lexicon(kernel):
     made = kernel.remember("acme", "zanzibarquokka met the auditor")
     kernel.remember("acme", "the auditor met the board")
+    older = kernel.remember("acme", "the wallaroo ledger was audited")  # history too: superseded, then erased
+    kernel.supersede("acme", older.id, "the ledger was audited")
     kernel.erase("acme", made.id)
+    kernel.erase("acme", older.id)
     lexemes = {lx for _, lx in _lexicon(kernel)}
     assert not any("zanzibar" in lx for lx in lexemes)
     assert "auditor" in lexemes
+    history = {lx for _, lx, _ in _events(kernel)}
+    assert not any("zanzibar" in lx or "wallaroo" in lx for lx in history), history
+    assert "auditor" in history and _events(kernel) == _recount_events(kernel)
 
 
 def _visible_stats(kernel, caller: str, words: list[str]) -> tuple[int, float, dict[str, int]]:
@@ -180,8 +219,9 @@ def test_hostile_query_text_is_data(kernel, text):
 
 
 def test_upgrading_a_v4_store_counts_the_rows_it_already_holds(tmp_path):
-    """A store made before the lexicon (schema v4) gets the columns and a lexicon counted from its
-    live rows; superseded and erased rows are not counted."""
+    """A store made before the lexicon (schema v4) gets the columns, a lexicon counted from its live
+    rows (superseded and erased rows are not counted) and the lexicon's history (erased rows in no
+    instant)."""
     import sqlalchemy as sa
 
     from halomem.config import Settings
@@ -197,13 +237,15 @@ def test_upgrading_a_v4_store_counts_the_rows_it_already_holds(tmp_path):
             kernel.supersede("acme/eng", old.id, "rollback runbook final")
             gone = kernel.remember("acme", "budget forecast")
             kernel.erase("acme", gone.id)
-            expected = _recount(kernel)
-            with kernel.engine.begin() as conn:  # back to v4: no lexicon, no BM25 columns
-                conn.exec_driver_sql("DROP TABLE lexicon")
+            expected, history = _recount(kernel), _events(kernel)
+            assert history == _recount_events(kernel)
+            with kernel.engine.begin() as conn:  # back to v4: no lexicon nor its history, no BM25 columns
+                conn.exec_driver_sql("DROP TABLE lexicon, lexicon_events")
                 conn.exec_driver_sql("ALTER TABLE memories DROP COLUMN term_counts, DROP COLUMN doc_length")
                 conn.exec_driver_sql("UPDATE halomem_meta SET value = '4' WHERE key = 'schema_version'")
             assert migrate(kernel.engine, "hash", kernel.embedder.dim) == 4
-            assert _lexicon(kernel) == expected and LATEST >= 5
+            assert _lexicon(kernel) == expected and LATEST >= 12
+            assert _events(kernel) == history  # v12 made the history from the rows' validity times
             with kernel.engine.connect() as conn:
                 assert conn.execute(sa.text("SELECT doc_length FROM memories WHERE id = :i"), {"i": kept.id}).scalar() == 3
             assert [c.ref for c in kernel.search("acme/eng", "canary rollback").hits][:2]

@@ -69,6 +69,24 @@ def test_batching_and_order_change_nothing() -> None:
     assert np.abs(together - reversed_).max() < 1e-5 and np.abs(together - alone).max() < 1e-5
 
 
+def test_the_shipped_encoder_declares_the_floor_calibration_measures() -> None:
+    """The one-shot CLI skips calibration because the floor is declared: it must be the measured one."""
+    from halomem.embed.calibrate import measured_floor, noise_floor
+
+    embedder = get_embedder("onnx")
+    assert embedder.calibrated_floor is not None
+    assert noise_floor(embedder) == embedder.calibrated_floor == measured_floor(embedder)
+    assert get_embedder("static").__dict__.get("calibrated_floor") is None  # the others are measured
+
+
+def test_a_session_set_up_for_few_texts_gives_the_same_vectors() -> None:
+    texts = parity_texts()[:40]
+    few = get_embedder("onnx")
+    few.for_few_texts()  # one thread, weights not prepacked: what the CLI's prefetch child runs
+    mean, worst = _mean_cosine(np.array(few.embed(texts)), np.array(get_embedder("onnx").embed(texts)))
+    assert worst >= 0.99999, (mean, worst)
+
+
 def test_the_graph_is_built_into_the_cache_when_the_package_has_none(tmp_path: Path) -> None:
     """An install without `make install`'s build step: the first load builds into HALOMEM_CACHE_DIR,
     the next one reads it; the vectors are the packaged graph's."""

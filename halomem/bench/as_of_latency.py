@@ -5,8 +5,8 @@ The short corpus is written with keys; an instant is taken; then ``superseded`` 
 rewritten under the same keys (the keyed ingest supersedes them in bulk, through the write path);
 a recent instant is taken and 1% more are rewritten. The present sees the newest versions, the
 instants the versions of their time: each reads the same number of rows, an as-of read cannot use
-the live-row partial indexes, and its statistics are corrected by what changed since: the cost
-this measures, at the worst case (30% changed since) and the common one (1%).
+the live-row partial indexes, and its statistics are corrected by the writes since: the cost this
+measures, at the worst case (30% changed since) and the common one (1%).
 """
 from __future__ import annotations
 
@@ -105,8 +105,9 @@ path; a recent instant is taken; then 1% more are rewritten; `VACUUM ANALYZE`. 1
 callers at every depth (k = 10), each driver's `plan()` timed over a fresh ScopedView for the
 present, the instant (30% of the rows changed since: the worst case) and the recent instant (the
 30% are history, 1% changed since: an incident a few hours back), each leg after its own warm-up
-passes of other queries. An as-of read's BM25 statistics are today's lexicon corrected by the rows
-born or closed since its instant, so their cost grows with what changed since."""
+passes of other queries. An as-of read's BM25 statistics are today's lexicon minus the lexicon's
+events since its instant (schema.lexicon_events: one row per write, namespace and lexeme), so their
+cost grows with the writes since that touched the query's words, not with the rows they changed."""
 
 
 def markdown(results: list[dict]) -> str:

@@ -138,7 +138,8 @@ def _v1_initial(conn: Connection, dim: int) -> None:
 
 READER_ROLE = "halomem_reader"
 # what drivers read, and halomem_meta: each search reads the store's embedder in its snapshot
-READ_TABLES = ("memories", "concepts", "entities", "entity_aliases", "mentions", "lexicon", "passages", "halomem_meta")
+READ_TABLES = ("memories", "concepts", "entities", "entity_aliases", "mentions", "lexicon", "lexicon_events",
+               "passages", "halomem_meta")
 
 
 def _v2_reader_role(conn: Connection, dim: int) -> None:
@@ -274,13 +275,41 @@ def _v10_feedback(conn: Connection, dim: int) -> None:
 
 
 def _v11_history_indexes(conn: Connection, dim: int) -> None:
-    """What an as-of read walks (index.acl.changed_since, index.lexical): every row of a namespace
-    newest first (replacing the plain namespace index, which it covers), and the rows closed by a
-    supersession, by when."""
+    """What an as-of read walked: every row of a namespace newest first (replacing the plain
+    namespace index, which it covers), and the rows closed by a supersession, by when (the second
+    served the statistics of v11 alone: v12 drops it)."""
     conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS memories_ns_from_idx ON memories (namespace, t_valid_from DESC)")
     conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS memories_ns_closed_idx ON memories (namespace, t_valid_to)"
                          " WHERE t_valid_to IS NOT NULL AND erased_at IS NULL")
     conn.exec_driver_sql("DROP INDEX IF EXISTS memories_namespace_idx")
+
+
+LEXICON_EVENTS_FROM_HISTORY = """
+INSERT INTO lexicon_events (namespace, lexeme, at, docs, tokens)
+SELECT namespace, lexeme, at, sum(sign), sum(sign * n) FROM (
+    SELECT m.namespace, u.lexeme, e.at, e.sign, coalesce(array_length(u.positions, 1), 1) AS n
+    FROM memories m CROSS JOIN LATERAL (VALUES (m.t_valid_from, 1), (m.t_valid_to, -1)) AS e(at, sign),
+         unnest(m.content_tsv) AS u
+    WHERE m.erased_at IS NULL AND e.at IS NOT NULL
+    UNION ALL
+    SELECT m.namespace, '', e.at, e.sign, m.doc_length
+    FROM memories m CROSS JOIN LATERAL (VALUES (m.t_valid_from, 1), (m.t_valid_to, -1)) AS e(at, sign)
+    WHERE m.erased_at IS NULL AND e.at IS NOT NULL
+) AS events
+GROUP BY namespace, lexeme, at HAVING sum(sign) <> 0 OR sum(sign * n) <> 0
+"""
+
+
+def _v12_lexicon_events(conn: Connection, dim: int) -> None:
+    """The lexicon's history (schema.lexicon_events), made from the rows' validity times, so an
+    as-of read's statistics are today's minus the events since (index.lexical)."""
+    from .schema import lexicon_events
+
+    if not sa.inspect(conn).has_table("lexicon_events"):
+        lexicon_events.create(conn)
+        conn.exec_driver_sql(LEXICON_EVENTS_FROM_HISTORY)
+    _grant_reader(conn, "lexicon_events")
+    conn.exec_driver_sql("DROP INDEX IF EXISTS memories_ns_closed_idx")
 
 
 MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
@@ -295,6 +324,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (9, "what searches returned", _v9_search_seen),
     (10, "feedback on returned refs", _v10_feedback),
     (11, "history indexes", _v11_history_indexes),
+    (12, "the lexicon's history", _v12_lexicon_events),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -56,6 +56,22 @@ lexicon = sa.Table(
     sa.Column("tokens", sa.BigInteger, nullable=False),
 )
 
+# The lexicon's history (halomem.write.lexicon, in the same transactions): each row is the net
+# change a write made to (namespace, lexeme)'s docs and tokens at the instant it made it -- rows born
+# count +1 at their t_valid_from, rows closed -1 at their t_valid_to (one transaction, one instant).
+# Today's lexicon is the sum of every event; an instant's is today's minus the events after it
+# (index.lexical), so an as-of read's statistics cost what changed since, summed per write, not per
+# row. An erasure takes the row out of every instant: its events are undone, and an event left at
+# zero is deleted, so the erased words leave this table too.
+lexicon_events = sa.Table(
+    "lexicon_events", metadata,
+    sa.Column("namespace", sa.Text, primary_key=True),
+    sa.Column("lexeme", sa.Text, primary_key=True),
+    sa.Column("at", sa.DateTime(timezone=True), primary_key=True),
+    sa.Column("docs", sa.BigInteger, nullable=False),
+    sa.Column("tokens", sa.BigInteger, nullable=False),
+)
+
 # Passage vectors of memories longer than their embedder's window (embed.passages): the vector lane
 # scores a memory by its best passage. They go with their memory: erase deletes them, purge cascades.
 passages = sa.Table(

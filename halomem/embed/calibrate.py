@@ -8,6 +8,10 @@ between unrelated sentences have a long tail, 0.14 at the 90th percentile and 0.
 all-MiniLM-L6-v2, and its 95th keeps a nonsense word or an unrelated topic below the floor while a
 paraphrase stays above). Drivers read it from the view (view.similarity_floor()) and do not return
 a vector-only hit below it to fill k.
+
+An embedder whose floor is known in advance says so (``calibrated_floor``: the shipped encoder's,
+held to what measuring gives by tests/test_onnx_embedder.py), so a one-shot CLI process does not
+embed sixteen sentences (about 30 ms) to learn it again.
 """
 from __future__ import annotations
 
@@ -40,17 +44,24 @@ _lock = threading.Lock()
 
 
 def noise_floor(embedder: Any) -> float:
-    """The 90th (or the embedder's own) percentile cosine between the UNRELATED sentences, for this
-    embedder (cached by name)."""
+    """The embedder's declared floor, else the measured one (cached by name)."""
+    declared = getattr(embedder, "calibrated_floor", None)
+    if declared is not None:
+        return float(declared)
     name = getattr(embedder, "name", "")
     with _lock:
         if name in _floors:
             return _floors[name]
+    floor = measured_floor(embedder)
+    with _lock:
+        _floors[name] = floor
+    return floor
+
+
+def measured_floor(embedder: Any) -> float:
+    """The 90th (or the embedder's own) percentile cosine between the UNRELATED sentences."""
     vectors = embedder.embed(list(UNRELATED))
     cosines = sorted(sum(a * b for a, b in zip(vectors[i], vectors[j]))
                      for i in range(len(vectors)) for j in range(i + 1, len(vectors)))
     percentile = float(getattr(embedder, "noise_percentile", PERCENTILE))
-    floor = round(float(cosines[int(percentile * (len(cosines) - 1))]), 4)
-    with _lock:
-        _floors[name] = floor
-    return floor
+    return round(float(cosines[int(percentile * (len(cosines) - 1))]), 4)

@@ -1,13 +1,15 @@
 """A local CLI call embeds its text in a forked child while the parent boots the kernel.
 
 `halomem search` and `halomem remember` know their text before they connect to the database, and
-on two cores the transformer's cost (ONNX Runtime's import, the model's load, the run: ~140 ms)
-can overlap the parent's own (SQLAlchemy and psycopg imports, connecting, reading the store's
-embedder: ~250 ms). The child embeds the text (with its passages) and the similarity floor's
-calibration sentences with the embedder the settings name, and sends the vectors back through a
-pipe; the parent's embedder serves a text from them only when the child's embedder is the one
-the store turned out to use, and embeds anything else itself. A child that fails, or sends
-something unreadable, costs nothing but the wait: the parent embeds as it would have.
+on two cores the transformer's cost (ONNX Runtime's import, the model's load, the run) can overlap
+the parent's own (SQLAlchemy and psycopg imports, connecting, reading the store's embedder: ~250
+ms). The child embeds the text with its passages (and the similarity floor's calibration sentences
+when the embedder does not know its floor) with the embedder the settings name, and sends the
+vectors back through a pipe. A handful of texts is embedded on one thread by a session that starts
+fast (OnnxEmbedder.for_few_texts): a child on both cores slowed the parent by ~40 ms. The parent's
+embedder serves a text from the child's vectors only when the child's embedder is the one the
+store turned out to use, and embeds anything else itself. A child that fails, or sends something
+unreadable, costs nothing but the wait: the parent embeds as it would have.
 
 Only a local transformer is worth it (`onnx`): hash and static embed in microseconds, and a remote
 service is asked by the process that owns the call.
@@ -19,6 +21,7 @@ import os
 from typing import Any, Sequence
 
 WORTH_IT = ("onnx",)
+FEW_TEXTS = 8  # up to this many, a session that starts fast beats one that runs fast (OnnxEmbedder.for_few_texts)
 
 
 class Prefetch:
@@ -67,7 +70,10 @@ def _embed_into(fd: int, spec: str, texts: list[str]) -> None:
 
     embedder = get_embedder(spec)
     size = passage_chars(embedder)
-    wanted = list(dict.fromkeys([*texts, *(p for t in texts for p in split(t, size)), *UNRELATED]))
+    calibration = UNRELATED if getattr(embedder, "calibrated_floor", None) is None else ()
+    wanted = list(dict.fromkeys([*texts, *(p for t in texts for p in split(t, size)), *calibration]))
+    if len(wanted) <= FEW_TEXTS and callable(getattr(embedder, "for_few_texts", None)):
+        embedder.for_few_texts()
     payload = json.dumps({"name": embedder.name, "vectors": dict(zip(wanted, embedder.embed(wanted)))}).encode()
     view = memoryview(payload)
     while view:

@@ -74,22 +74,6 @@ def visible(table: sa.Table, scope: Scope, *, live: bool = True,
     return sa.and_(*clauses)
 
 
-def changed_since(table: sa.Table, scope: Scope) -> tuple[sa.ColumnElement[bool], sa.ColumnElement[bool]]:
-    """For an as-of ``scope``: (rows a present read admits that the instant does not, rows the instant
-    admits that a present read does not), in the scope's namespaces. Together with today's counts
-    they give the instant's (index.lexical: the lexicon corrected by what changed since). The same
-    rule as ``visible``, split where the two instants differ: born after it and live now; or born
-    by then and closed since, never erased (erasure wins at every instant, so it is in neither)."""
-    if scope.as_of is None or "t_valid_to" not in table.c:
-        raise ValueError("changed_since needs an as-of scope over a table with validity times")
-    namespaces = visible(table, Scope(scope.namespace, scope.sources), live=False)
-    born_since = sa.and_(namespaces, table.c.t_valid_from > scope.as_of, table.c.t_valid_to.is_(None),
-                         table.c.erased_at.is_(None))
-    closed_since = sa.and_(namespaces, table.c.t_valid_from <= scope.as_of, table.c.t_valid_to > scope.as_of,
-                           table.c.erased_at.is_(None))
-    return born_since, closed_since
-
-
 def mentionable(table: sa.Table, entity_namespace: Namespace) -> sa.ColumnElement[bool]:
     """The live rows an entity of ``entity_namespace`` may be linked to (mentions): the rows that can
     see the entity, i.e. of its namespace and its descendants (the write path links a new row to

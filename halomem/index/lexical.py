@@ -27,10 +27,10 @@ from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY, distinct_on
 from sqlalchemy.engine import Connection
 
 from ..db.migrations import TERM_DIMS
-from ..db.schema import TEXT_SEARCH_CONFIG, lexicon, memories
+from ..db.schema import TEXT_SEARCH_CONFIG, lexicon, lexicon_events, memories
 from ..retrieval.bm25 import idf as okapi_idf
 from ..types import Candidate, CorpusStats, Namespace
-from .acl import Scope, changed_since, visible
+from .acl import Scope, visible
 
 K1 = 1.2
 B = 0.75
@@ -81,9 +81,9 @@ def _as_tsquery(lexemes: Sequence[str], operator: str) -> sa.ColumnElement[Any]:
 def statistics(conn: Connection, scope: Scope, text: str) -> Statistics:
     """The lexemes of ``text`` with their document frequency, and the document count and total
     length, over the rows ``scope`` may read. The lexicon counts today's rows of whole namespaces:
-    a source-scoped caller's are counted over its own rows; an as-of caller's are today's corrected
-    by the rows that changed since its instant (few, for a recent one), exactly what counting the
-    rows valid then would give."""
+    a source-scoped caller's are counted over its own rows; an as-of caller's are today's minus the
+    lexicon's events since its instant (few, for a recent one), exactly what counting the rows
+    valid then would give."""
     if scope.source_scoped:
         q = sa.select(sa.func.unnest(_lexemes(text)).label("lexeme")).subquery("q")
         return _counted_statistics(conn, scope, q)
@@ -100,18 +100,27 @@ def statistics(conn: Connection, scope: Scope, text: str) -> Statistics:
 
 def _as_of(conn: Connection, scope: Scope, documents: int, total: int,
            terms: list[QueryTerm]) -> tuple[int, int, list[QueryTerm]]:
-    """Today's counts made the instant's: minus the rows born since (and live), plus the rows closed
-    since (acl.changed_since), in one statement over those rows alone."""
-    born, closed = changed_since(memories, scope)
-    tsv = memories.c.content_tsv
-    sign = sa.case((born, -1), else_=1)
-    holding = [sa.func.coalesce(sa.func.sum(sign).filter(tsv.op("@@")(_as_tsquery([t.lexeme], "|"))), 0)
-               for t in terms]
-    row = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(sign), 0),
-                                 sa.func.coalesce(sa.func.sum(sign * memories.c.doc_length), 0), *holding)
-                       .where(sa.or_(born, closed))).one()
-    return (documents + int(row[0]), total + int(row[1]),
-            [QueryTerm(t.lexeme, t.dim, t.docs + int(n)) for t, n in zip(terms, row[2:])])
+    """Today's counts made the instant's: minus the lexicon's events after it (schema.lexicon_events:
+    what each write since changed, in the scope's namespaces), one index range per lexeme."""
+    lineage = scope.namespace.lineage()
+    lexemes = ["", *(t.lexeme for t in terms)]
+    since = {r.lexeme: (int(r.docs), int(r.tokens)) for r in conn.execute(_events_since_statement(len(lineage)), {
+        "lexemes": lexemes, "as_of": scope.as_of, **{f"ns{i}": ns for i, ns in enumerate(lineage)}})}
+    rows, length = since.get("", (0, 0))
+    return (documents - rows, total - length,
+            [QueryTerm(t.lexeme, t.dim, t.docs - since.get(t.lexeme, (0, 0))[0]) for t in terms])
+
+
+@functools.lru_cache(maxsize=32)
+def _events_since_statement(depth: int) -> sa.Select[Any]:
+    """The net docs and tokens per lexeme that the writes after ``as_of`` made, over ``depth`` namespaces."""
+    namespaces = [sa.bindparam(f"ns{i}", type_=sa.Text) for i in range(depth)]
+    return (sa.select(lexicon_events.c.lexeme, sa.func.sum(lexicon_events.c.docs).label("docs"),
+                      sa.func.sum(lexicon_events.c.tokens).label("tokens"))
+            .where(lexicon_events.c.namespace.in_(namespaces),
+                   lexicon_events.c.lexeme == sa.func.any(sa.bindparam("lexemes", type_=ARRAY(sa.Text))),
+                   lexicon_events.c.at > sa.bindparam("as_of", type_=sa.DateTime(timezone=True)))
+            .group_by(lexicon_events.c.lexeme))
 
 
 @functools.lru_cache(maxsize=256)

@@ -133,12 +133,12 @@ class Writer:
     def erase(self, ns: Namespace, memory_id: str, *, reason: str = "", request_id: str | None = None) -> None:
         """Remove content and vector for good; keep a content-free tombstone and an audit row."""
         with self.engine.begin() as conn:
-            target = conn.execute(  # lock the row, and count it out of the lexicon while it has content
-                sa.select(memories.c.t_valid_to).where(
+            target = conn.execute(  # lock the row, and take it out of the lexicon while it has content
+                sa.select(memories.c.id).where(
                     memories.c.id == memory_id, memories.c.namespace == ns.path, memories.c.erased_at.is_(None))
                 .with_for_update()).first()
-            if target is not None and target.t_valid_to is None:
-                lexicon.count(conn, retired=[memory_id])
+            if target is not None:
+                lexicon.erase(conn, [memory_id])
             done = conn.execute(
                 sa.update(memories)
                 .where(memories.c.id == memory_id, memories.c.namespace == ns.path, memories.c.erased_at.is_(None))
@@ -265,7 +265,7 @@ class Writer:
         allowed; they are skipped and returned as sentences saying what was not done and which
         privilege would do it (the audit row lists them too).
         """
-        tables = ("memories", "passages", "mentions", "concepts", "lexicon")
+        tables = ("memories", "passages", "mentions", "concepts", "lexicon", "lexicon_events")
         not_done: list[str] = []
         with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             for table in tables:
