@@ -43,11 +43,17 @@ _floors: dict[str, float] = {}
 _lock = threading.Lock()
 
 
+def declared_floor(embedder: Any) -> float | None:
+    """The floor the embedder knows in advance (``calibrated_floor``), or None: it must be measured."""
+    declared = getattr(embedder, "calibrated_floor", None)
+    return None if declared is None else float(declared)
+
+
 def noise_floor(embedder: Any) -> float:
     """The embedder's declared floor, else the measured one (cached by name)."""
-    declared = getattr(embedder, "calibrated_floor", None)
+    declared = declared_floor(embedder)
     if declared is not None:
-        return float(declared)
+        return declared
     name = getattr(embedder, "name", "")
     with _lock:
         if name in _floors:

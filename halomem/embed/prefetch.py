@@ -64,13 +64,13 @@ class Prefetch:
 
 
 def _embed_into(fd: int, spec: str, texts: list[str]) -> None:
-    from .calibrate import UNRELATED
+    from .calibrate import UNRELATED, declared_floor
     from .passages import passage_chars, split
     from .registry import get_embedder
 
     embedder = get_embedder(spec)
     size = passage_chars(embedder)
-    calibration = UNRELATED if getattr(embedder, "calibrated_floor", None) is None else ()
+    calibration = UNRELATED if declared_floor(embedder) is None else ()
     wanted = list(dict.fromkeys([*texts, *(p for t in texts for p in split(t, size)), *calibration]))
     if len(wanted) <= FEW_TEXTS and callable(getattr(embedder, "for_few_texts", None)):
         embedder.for_few_texts()

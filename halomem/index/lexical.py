@@ -102,25 +102,21 @@ def _as_of(conn: Connection, scope: Scope, documents: int, total: int,
            terms: list[QueryTerm]) -> tuple[int, int, list[QueryTerm]]:
     """Today's counts made the instant's: minus the lexicon's events after it (schema.lexicon_events:
     what each write since changed, in the scope's namespaces), one index range per lexeme."""
-    lineage = scope.namespace.lineage()
-    lexemes = ["", *(t.lexeme for t in terms)]
-    since = {r.lexeme: (int(r.docs), int(r.tokens)) for r in conn.execute(_events_since_statement(len(lineage)), {
-        "lexemes": lexemes, "as_of": scope.as_of, **{f"ns{i}": ns for i, ns in enumerate(lineage)}})}
+    since = {r.lexeme: (int(r.docs), int(r.tokens)) for r in conn.execute(_EVENTS_SINCE, {
+        "lineage": scope.namespace.lineage(), "lexemes": ["", *(t.lexeme for t in terms)], "as_of": scope.as_of})}
     rows, length = since.get("", (0, 0))
     return (documents - rows, total - length,
             [QueryTerm(t.lexeme, t.dim, t.docs - since.get(t.lexeme, (0, 0))[0]) for t in terms])
 
 
-@functools.lru_cache(maxsize=32)
-def _events_since_statement(depth: int) -> sa.Select[Any]:
-    """The net docs and tokens per lexeme that the writes after ``as_of`` made, over ``depth`` namespaces."""
-    namespaces = [sa.bindparam(f"ns{i}", type_=sa.Text) for i in range(depth)]
-    return (sa.select(lexicon_events.c.lexeme, sa.func.sum(lexicon_events.c.docs).label("docs"),
-                      sa.func.sum(lexicon_events.c.tokens).label("tokens"))
-            .where(lexicon_events.c.namespace.in_(namespaces),
-                   lexicon_events.c.lexeme == sa.func.any(sa.bindparam("lexemes", type_=ARRAY(sa.Text))),
-                   lexicon_events.c.at > sa.bindparam("as_of", type_=sa.DateTime(timezone=True)))
-            .group_by(lexicon_events.c.lexeme))
+# the net docs and tokens per lexeme that the writes after ``as_of`` made in the lineage's namespaces
+_EVENTS_SINCE = (
+    sa.select(lexicon_events.c.lexeme, sa.func.sum(lexicon_events.c.docs).label("docs"),
+              sa.func.sum(lexicon_events.c.tokens).label("tokens"))
+    .where(lexicon_events.c.namespace == sa.func.any(sa.bindparam("lineage", type_=ARRAY(sa.Text))),
+           lexicon_events.c.lexeme == sa.func.any(sa.bindparam("lexemes", type_=ARRAY(sa.Text))),
+           lexicon_events.c.at > sa.bindparam("as_of", type_=sa.DateTime(timezone=True)))
+    .group_by(lexicon_events.c.lexeme))
 
 
 @functools.lru_cache(maxsize=256)

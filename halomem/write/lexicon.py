@@ -33,15 +33,15 @@ _CHANGES = {
 _STATEMENT = """
 WITH changed AS ({changes}
 ), dated AS (
-    SELECT m.id, m.namespace, c.sign,
+    SELECT m.namespace, m.content_tsv, m.doc_length, c.sign,
            CASE c.event WHEN 'born' THEN m.t_valid_from ELSE m.t_valid_to END AS at,
            {today} AS today
     FROM changed c JOIN memories m ON m.id = c.id
 ), per_lexeme AS (
     SELECT d.namespace, u.lexeme, d.at, d.sign, d.today, coalesce(array_length(u.positions, 1), 1) AS n
-    FROM dated d JOIN memories m ON m.id = d.id, unnest(m.content_tsv) AS u
+    FROM dated d, unnest(d.content_tsv) AS u
     UNION ALL
-    SELECT d.namespace, '', d.at, d.sign, d.today, m.doc_length FROM dated d JOIN memories m ON m.id = d.id
+    SELECT d.namespace, '', d.at, d.sign, d.today, d.doc_length FROM dated d
 ), events AS (
     INSERT INTO lexicon_events AS e (namespace, lexeme, at, docs, tokens)
     SELECT namespace, lexeme, at, sum(sign), sum(sign * n) FROM per_lexeme WHERE at IS NOT NULL
