@@ -1,8 +1,9 @@
 """Fair sharing: how much of the server one principal, or one organisation, may hold at once.
 
-A token bucket (halomem.ratelimit) bounds how many requests a principal *sends* per second; on two
-cores a principal saturates the machine long before its bucket empties, and every other caller's
-search slows down with it. So the request pipeline also bounds what a caller *holds*: its requests
+A principal here is a share: the root of a minting lineage (auth.store.lineage_root), so the tokens
+a principal mints share its share rather than multiplying it. A token bucket (halomem.ratelimit)
+bounds how many requests a principal *sends* per second; on two cores a principal saturates the
+machine long before its bucket empties, and every other caller's search slows down with it. So the request pipeline also bounds what a caller *holds*: its requests
 in flight, weighed by their size. Each request costs one unit, plus one per ``COST_BYTES`` of its
 body (a maximal 6 MiB batch costs a principal's whole share, never more, so it still runs).
 
@@ -16,6 +17,8 @@ A principal with requests waiting asks for more than its share, and gets only wh
 next request also waits while a principal within its share is in flight or was within the last
 ``ACTIVE_GAP`` seconds (a sequential caller between two requests), so the two never contend for the
 cores. Deference is bounded: after ``DEFER_MAX`` seconds of it one request goes ahead anyway.
+Costly reads (the audit's listing and status, a policy report, who-saw, replay, an eval: their cost
+grows with the trail) defer the same way before they start, whatever the caller's share.
 Bulk work inside a request (a maximal batch's embedding) defers the same way between its chunks
 (``bulk_pause``), for at most ``BULK_YIELD`` times the time it just worked: it keeps at least a
 fifth of the machine while others are served, and all of it when nobody else is.
@@ -32,6 +35,10 @@ from .errors import RateLimitedError
 COST_BYTES = 64 * 1024  # a body's size adds one unit per this many bytes
 DEFAULT_PER_PRINCIPAL = 1  # on 2 cores: one principal's request beside anyone else's (bench serve --noisy)
 DEFAULT_PER_ORG = 2
+# requests in flight on the whole server: fewer than the database pool's connections (10 + 10 overflow,
+# db.engine), so however many principals and organisations call at once, a reserve of connections and
+# file descriptors stays for the server's own work (health checks, audit heads and summaries)
+DEFAULT_PER_SERVER = 16
 DEFAULT_WAIT = 5.0  # seconds a request over its share may wait for its turn
 DEFAULT_MAX_WAITING = 32  # requests of one principal waiting at once; more are refused at once
 POLL = 0.002  # seconds before a waiting request's first look at its share again; doubles up to POLL_MAX
@@ -47,6 +54,7 @@ BULK_POLL = 0.002
 class Shares:
     per_principal: int = DEFAULT_PER_PRINCIPAL
     per_org: int = DEFAULT_PER_ORG
+    per_server: int = DEFAULT_PER_SERVER
     wait: float = DEFAULT_WAIT
     max_waiting: int = DEFAULT_MAX_WAITING
 
@@ -68,15 +76,15 @@ class Admission:
         self._lock = threading.Lock()
 
     def cost(self, body_bytes: int) -> int:
-        """Units a request of ``body_bytes`` takes: never more than the smaller share, so it can run."""
-        limits = [n for n in (self.shares.per_principal, self.shares.per_org) if n > 0]
+        """Units a request of ``body_bytes`` takes: never more than the smallest share, so it can run."""
+        limits = [n for n in (self.shares.per_principal, self.shares.per_org, self.shares.per_server) if n > 0]
         return max(1, min([1 + body_bytes // COST_BYTES, *limits]))
 
-    def _try(self, keys: tuple[tuple[str, int], ...], units: int, principal: str) -> bool:
+    def _try(self, keys: tuple[tuple[str, int], ...], units: int, principal: str, defer: bool = False) -> bool:
         with self._lock:
             if any(limit > 0 and self._held.get(key, 0) + units > limit for key, limit in keys):
                 return False
-            if self._waiting.get(principal) and self._defers(principal):
+            if (defer or self._waiting.get(principal)) and self._defers(principal):
                 return False
             self._deferring.pop(principal, None)
             for key, _ in keys:
@@ -117,13 +125,16 @@ class Admission:
         return pause
 
     def _keys(self, principal: str, namespace: str) -> tuple[tuple[str, int], ...]:
-        return (("p:" + principal, self.shares.per_principal), ("o:" + organisation(namespace), self.shares.per_org))
+        return (("p:" + principal, self.shares.per_principal), ("o:" + organisation(namespace), self.shares.per_org),
+                ("s:", self.shares.per_server))
 
     async def admit(self, principal: str, namespace: str, units: int,
-                    sleep: Callable[[float], Awaitable[None]]) -> None:
-        """Take ``units`` of both shares, waiting up to ``shares.wait`` for them; else RateLimitedError."""
+                    sleep: Callable[[float], Awaitable[None]], *, defer: bool = False) -> None:
+        """Take ``units`` of both shares, waiting up to ``shares.wait`` for them; else RateLimitedError.
+        ``defer``: a costly read (an audit listing, a long report) that yields to callers in flight
+        the way a principal over its share does, for at most DEFER_MAX."""
         keys = self._keys(principal, namespace)
-        if self._try(keys, units, principal):
+        if self._try(keys, units, principal, defer):
             return
         with self._lock:
             if self._waiting.get(principal, 0) >= self.shares.max_waiting:
@@ -133,7 +144,7 @@ class Admission:
             deadline, pause = time.monotonic() + self.shares.wait, POLL
             while time.monotonic() < deadline:
                 await sleep(min(pause, max(0.0, deadline - time.monotonic())))
-                if self._try(keys, units, principal):
+                if self._try(keys, units, principal, defer):
                     return
                 pause = min(POLL_MAX, pause * 2)
             raise self._refusal()

@@ -118,6 +118,23 @@ class DirectTransport:
         pass
 
 
+def _multipart(files: Sequence[tuple[str, bytes]]) -> tuple[bytes, str]:
+    """A multipart/form-data body of ``files`` as 'files' parts named by their paths."""
+    import secrets
+
+    if not files:
+        return b"", ""
+    boundary = "halomem-" + secrets.token_hex(16)
+    out = bytearray()
+    for name, data in files:
+        quoted = name.replace("\\", "\\\\").replace('"', '\\"').replace("\r", " ").replace("\n", " ")
+        out += (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"{quoted}\"\r\n"
+                "Content-Type: application/octet-stream\r\n\r\n").encode("utf-8")
+        out += data + b"\r\n"
+    out += f"--{boundary}--\r\n".encode("ascii")
+    return bytes(out), f"multipart/form-data; boundary={boundary}"
+
+
 class Client:
     def __init__(self, url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT,
                  transport: "httpx2.BaseTransport | None" = None, direct: bool = False) -> None:
@@ -204,20 +221,19 @@ class Client:
             body["driver"] = driver
         data = self._call("POST", "/v1/search", json=body)
         return SearchResult(data["query"], data["namespace"], data["driver"], data["requested_driver"],
-                            data["request_id"], [Hit(**h) for h in data["hits"]], data.get("fallback"),
+                            data["request_id"], [Hit.from_dict(h) for h in data["hits"]], data.get("fallback"),
                             data.get("dropped", 0), [], data.get("elapsed_ms", 0.0), data.get("as_of"))
 
     def remember(self, content: str, *, source: str | None = None,
                  provenance: dict[str, Any] | None = None) -> NewMemory:
-        data = self._call("POST", "/v1/memories", json={"content": content, "source": source,
-                                                         "provenance": provenance})
-        return NewMemory(data["id"], data["namespace"], data["source"], data.get("request_id"))
+        return NewMemory.from_dict(self._call("POST", "/v1/memories", json={"content": content, "source": source,
+                                                                             "provenance": provenance}))
 
     def supersede(self, old_id: str, content: str, *, source: str | None = None,
                   provenance: dict[str, Any] | None = None) -> NewMemory:
         data = self._call("POST", f"/v1/memories/{_seg(old_id)}/supersede",
                           json={"content": content, "source": source, "provenance": provenance})
-        return NewMemory(data["id"], data["namespace"], data["source"], data.get("request_id"))
+        return NewMemory.from_dict(data)
 
     def erase(self, memory_id: str, *, reason: str = "") -> Erased:
         return Erased.from_dict(self._call("POST", f"/v1/memories/{_seg(memory_id)}/erase", json={"reason": reason}))
@@ -226,13 +242,45 @@ class Client:
         return [MemoryRow.from_dict(r) for r in self._call("GET", f"/v1/memories/{_seg(memory_id)}/history")["chain"]]
 
     def ingest_bytes(self, raw: bytes, *, fmt: str = "jsonl", skip_bad: bool = False,
-                     label: str = "body.jsonl") -> IngestReport:
+                     label: str = "body.jsonl", **_: Any) -> IngestReport:
         data = self._call("POST", "/v1/memories:ingest", content=raw,
                           params={"skip_bad": str(skip_bad).lower(), "format": fmt, "name": label},
-                          headers={"Content-Type": "application/x-ndjson" if fmt == "jsonl" else "text/csv"})
+                          headers={"Content-Type": "text/csv" if fmt == "csv" else "application/x-ndjson"})
         return IngestReport(data["written"], [(s["line"], s["reason"]) for s in data["skipped"]], data["ids"],
                             data["namespace"], data.get("request_id"), data.get("unchanged", []),
-                            [(s["old"], s["new"]) for s in data.get("superseded", [])])
+                            [(s["old"], s["new"]) for s in data.get("superseded", [])], data.get("items", []))
+
+    def ingest_documents(self, roots: Sequence[Any], files: Sequence[Any], *, fmt: str | None = None,
+                         prune: bool = False, strict: bool = False, dry_run: bool = False,
+                         progress: Any = None, **_: Any) -> dict[str, Any]:
+        """Upload each root's files (intake.files.SourceFile) to POST /v1/documents; one report (the
+        DocumentsJSON of every root merged)."""
+        merged: dict[str, Any] = {}
+        for root in roots:
+            mine = [f for f in files if f.root == root.name]
+            unreadable = [{"path": f.key, "reason": f.error or "unreadable"} for f in mine if f.data is None]
+            body, content_type = _multipart([(f.path, f.data) for f in mine if f.data is not None])
+            params = {"root": root.name, "prune": str(prune and root.whole).lower(), "strict": str(strict).lower(),
+                      "dry_run": str(dry_run).lower(), **({"format": fmt} if fmt else {})}
+            if strict and unreadable:
+                from .errors import IngestError
+
+                raise IngestError(f"{len(unreadable)} file(s) cannot be read: {unreadable[0]['path']}: "
+                                  f"{unreadable[0]['reason']}; nothing was ingested (--strict)")
+            report = self._call("POST", "/v1/documents", content=body, params=params,
+                                headers={"Content-Type": content_type}) if body else {"skipped": []}
+            report["skipped"] = unreadable + report.get("skipped", [])
+            for key, value in report.items():
+                if isinstance(value, list):
+                    merged.setdefault(key, []).extend(value)
+                elif key != "counts":
+                    merged[key] = value
+            if progress:
+                progress(len(mine))
+        merged["counts"] = {k: len(merged.get(k, [])) for k in ("written", "unchanged", "superseded", "retired",
+                                                                "skipped")}
+        merged.setdefault("namespace", self.namespace)
+        return merged
 
     def ingest_file(self, path: Path, *, fmt: str | None = None, skip_bad: bool = False, **_: Any) -> IngestReport:
         from .errors import IngestError
@@ -264,30 +312,28 @@ class Client:
         return NewMemory(data["id"], data["namespace"], data["source"], data.get("request_id"))
 
     def effective_policy(self, target: str | None = None) -> "Policy":
-        from .policy.model import parse_policy
+        from .policy.model import Policy
 
-        data = self._call("GET", f"/v1/policies/{quote(target, safe='/')}" if target else "/v1/policy")
-        source = data.pop("from")
-        data.pop("namespace", None)
-        return parse_policy(data, None if source == "default" else source)
+        return Policy.from_effective_json(self._call("GET", f"/v1/policies/{quote(target, safe='/')}" if target
+                                                     else "/v1/policy"))
 
     def set_policy(self, target: str | None, policy: dict[str, Any], *, allow_unmounted: bool = False) -> "Policy":
-        from .policy.model import parse_policy
+        from .policy.model import Policy
 
         target = target or self.namespace
         body = {**policy, "allow_unmounted": True} if allow_unmounted else policy
-        data = self._call("PUT", f"/v1/policies/{quote(target, safe='/')}", json=body)
-        data.pop("namespace", None)
-        return parse_policy(data, target)
+        return Policy.from_effective_json(self._call("PUT", f"/v1/policies/{quote(target, safe='/')}", json=body))
 
     def clear_policy(self, target: str | None) -> bool:
         target = target or self.namespace
         return self._call("DELETE", f"/v1/policies/{quote(target, safe='/')}")["cleared"]
 
-    def audit_tail(self, n: int = 20, action: str | None = None) -> list[dict[str, Any]]:
+    def audit_tail(self, n: int = 20, action: str | None = None, before: int | None = None) -> list[dict[str, Any]]:
         params: dict[str, Any] = {"n": n}
         if action:
             params["action"] = action
+        if before:
+            params["before"] = before
         return self._call("GET", "/v1/audit", params=params)["rows"]
 
     def who_saw(self, memory_id: str) -> WhoSaw:

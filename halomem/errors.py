@@ -34,11 +34,15 @@ class PayloadTooLargeError(InvalidInputError):
 
 
 class MethodNotAllowedError(InvalidInputError):
-    """An HTTP method a route does not serve."""
+    """An HTTP method a route does not serve; ``allow``: the methods it does (the Allow header)."""
 
     kind = "method not allowed"
     http_status = 405
     slug = "method-not-allowed"
+
+    def __init__(self, message: str, allow: str | None = None) -> None:
+        super().__init__(message)
+        self.allow = allow
 
 
 class NotFoundError(HalomemError):

@@ -37,7 +37,7 @@ from .search import Searcher
 from .policy import Policy, effective_policy, list_policies, parse_policy
 from .types import Namespace, ScoredRef
 from .write import Writer, parse_ingest_bytes, parse_ingest_file
-from .write.ingest import Applied, bulk_apply, bulk_insert
+from .write.bulk import Applied, bulk_apply
 from .write.writer import new_request_id
 
 log = logging.getLogger("halomem")
@@ -143,10 +143,17 @@ class Kernel:
         return self._ingest_rows(namespace(ns), rows, bad, path.name, progress, on_parsed, request_id, on_write)
 
     def ingest_bytes(self, ns: str | Namespace, raw: bytes, *, fmt: str = "jsonl", skip_bad: bool = False,
-                     label: str = "body", request_id: str | None = None) -> IngestReport:
-        """``ingest`` for a document already in memory (an HTTP body)."""
-        rows, bad = parse_ingest_bytes(raw, fmt, skip_bad, label=label)
-        return self._ingest_rows(namespace(ns), rows, bad, label, None, None, request_id)
+                     label: str = "body", request_id: str | None = None, **progress: Any) -> IngestReport:
+        """``ingest`` for a file already in memory (an HTTP body, stdin): records (jsonl, csv) or the
+        turns of conversations (chat: intake.chat)."""
+        if fmt == "chat":
+            from .intake.chat import parse_chat
+
+            rows, bad = parse_chat(raw, label, skip_bad)
+        else:
+            rows, bad = parse_ingest_bytes(raw, fmt, skip_bad, label=label)
+        return self._ingest_rows(namespace(ns), rows, bad, label, progress.get("progress"), progress.get("on_parsed"),
+                                 request_id, progress.get("on_write"))
 
     def _ingest_rows(self, ns: Namespace, rows: list, bad: list[tuple[int, str]], label: str,
                      progress: Callable[[int], None] | None, on_parsed: Callable[[int], None] | None,
@@ -154,18 +161,78 @@ class Kernel:
         request_id = request_id or new_request_id()
         if on_parsed:
             on_parsed(len(rows))
-        applied = self.embedders.redo_on_swap(lambda: bulk_apply(
-            self.engine, self.embedders.current, ns, rows, label=label, progress=progress, request_id=request_id,
-            on_write=on_write)) if rows else Applied([], [], [])
+        applied = self.write_rows(ns, rows, label=label, progress=progress, request_id=request_id,
+                                  on_write=on_write) if rows else Applied()
         return IngestReport(written=len(applied.written), skipped=bad, ids=applied.written, namespace=ns.path,
-                            request_id=request_id, unchanged=applied.unchanged, superseded=applied.superseded)
+                            request_id=request_id, unchanged=applied.unchanged, superseded=applied.superseded,
+                            items=applied.outcomes)
+
+    def write_rows(self, ns: Namespace, rows: list, *, label: str, consolidated: bool = True,
+                   request_id: str | None = None, dry_run: bool = False, **callbacks: Any) -> Applied:
+        """The bulk write path (write.bulk) with the namespace's consolidation (``consolidated``
+        False: none, for benchmark and fixture loads), redone with the store's new embedder if a
+        reembed swapped it meanwhile."""
+        from .embed.calibrate import noise_floor
+
+        mode = self.writer.consolidation(ns) if consolidated else "off"
+        return self.embedders.redo_on_swap(lambda: bulk_apply(
+            self.engine, self.embedders.current, ns, rows, label=label, mode=mode,
+            floor=noise_floor(self.embedders.current) if mode != "off" else 0.0, request_id=request_id,
+            dry_run=dry_run, **callbacks))
+
+    def prepare_rows(self, ns: Namespace, rows: list, *, dry_run: bool = False) -> Any:
+        """The first phase of ``write_rows`` (write.bulk.prepare), with the namespace's consolidation:
+        for a caller that embeds its next batch while this one commits."""
+        from .embed.calibrate import noise_floor
+        from .write.bulk import prepare
+
+        mode = self.writer.consolidation(ns)
+        embedder = self.embedders.current
+        return prepare(self.engine, embedder, ns, rows, mode=mode,
+                       floor=noise_floor(embedder) if mode != "off" else 0.0, dry_run=dry_run)
+
+    def commit_rows(self, prepared: Any, *, label: str, request_id: str, run: Any = None) -> Applied:
+        """The second phase (write.bulk.commit): EmbedderChanged when a reembed swapped the store's
+        embedder since the batch was embedded (the caller writes it again with ``write_rows``).
+        ``run``: a write.consolidate.RunCopies of the batches this run wrote (``start_run``)."""
+        from .write.bulk import commit
+
+        return commit(self.engine, prepared, label=label, request_id=request_id, run=run)
+
+    def start_run(self, ns: Namespace) -> Any:
+        """Near-copy bookkeeping for a run of batches into ``ns`` (write.consolidate.RunCopies)."""
+        from .embed.calibrate import noise_floor
+        from .db.schema import memories
+        from .write.consolidate import RunCopies
+
+        with self.engine.connect() as conn:
+            stored = conn.execute(sa.select(memories.c.id).where(
+                memories.c.namespace == namespace(ns).path, memories.c.t_valid_to.is_(None),
+                memories.c.erased_at.is_(None)).limit(1)).first() is not None
+        return RunCopies(noise_floor(self.embedders.current), stored)
+
+    def ingest_documents(self, ns: str | Namespace, roots: Sequence[Any], files: Sequence[Any], *,
+                         fmt: str | None = None, prune: bool = False, strict: bool = False, dry_run: bool = False,
+                         request_id: str | None = None, **progress: Any) -> Any:
+        """Documents (Markdown, text, reStructuredText, HTML, PDF) into memories, one per file, keyed by
+        path, re-run safely (intake.documents); returns an intake.documents.DocumentsReport."""
+        from .intake.documents import ingest_documents
+
+        return ingest_documents(self, namespace(ns), roots, files, fmt=fmt, prune=prune, strict=strict,
+                                dry_run=dry_run, request_id=request_id or new_request_id(), **progress)
+
+    def retire(self, ns: str | Namespace, ids: Sequence[str], *, reason: str,
+               request_id: str | None = None) -> list[str]:
+        """Close live memories' validity with no successor (gone from present searches, kept in history
+        and as-of), audited with ``reason``; returns the ids closed."""
+        return self.writer.retire(namespace(ns), ids, reason=reason, request_id=request_id)
 
     def remember_many(self, ns: str | Namespace, items: Sequence[dict[str, Any]], *,
                       request_id: str | None = None) -> IngestReport:
         """Write several memories (``{content, source?, provenance?}`` each) in one transaction: all
         of them or, when any is invalid, none (the error names the item)."""
         from .limits import MAX_BATCH
-        from .write.ingest import ParsedRow
+        from .write.bulk import ParsedRow
         from .write.validate import check_content, check_provenance, check_source
 
         if isinstance(items, (str, bytes, dict)) or not 1 <= len(items) <= MAX_BATCH:
@@ -187,7 +254,7 @@ class Kernel:
 
         ``source`` applies to every text; ``sources`` gives one per text instead.
         """
-        from .write.ingest import ParsedRow
+        from .write.bulk import ParsedRow
         from .write.validate import check_content, check_source
 
         if sources is None:
@@ -196,8 +263,8 @@ class Kernel:
             raise InvalidInputError("ingest_texts: give either one source or one per text")
         rows = [ParsedRow(i, check_content(t), check_source(src), {})
                 for i, (t, src) in enumerate(zip(texts, sources), 1)]
-        return self.embedders.redo_on_swap(
-            lambda: bulk_insert(self.engine, self.embedders.current, namespace(ns), rows, label=label))
+        applied = self.write_rows(namespace(ns), rows, label=label, consolidated=False)
+        return [o.id for o in applied.outcomes]
 
     def add_entity(self, ns: str | Namespace, name: str, aliases: Sequence[str] = (), *,
                    request_id: str | None = None) -> tuple[int, int]:
@@ -276,11 +343,12 @@ class Kernel:
         return self.searcher.search(namespace(ns), query, k=k, token_budget=token_budget, sources=sources,
                                     driver=driver, request_id=request_id, after_lsn=after_lsn, as_of=as_of)
 
-    def audit_event(self, ns: str | Namespace, action: str, detail: str, request_id: str) -> None:
-        """Append one audit row in its own transaction (a refused request, a fallback); ``ns``
-        audit.STORE_NS is the store itself (no caller namespace, a store-wide operator command)."""
+    def audit_event(self, ns: str | Namespace, action: str, record: dict[str, Any], request_id: str) -> None:
+        """Append one audit row (its fields as data) in its own transaction (a refused request, a
+        fallback); ``ns`` audit.STORE_NS is the store itself (no caller namespace, a store-wide
+        operator command)."""
         with self.engine.begin() as conn:
-            audit.append(conn, ns if ns == audit.STORE_NS else namespace(ns).path, action, detail, request_id)
+            audit.append(conn, ns if ns == audit.STORE_NS else namespace(ns).path, action, record, request_id)
 
     # --- policy & audit ----------------------------------------------------------------------
     def set_policy(self, ns: str | Namespace, policy: dict[str, Any], *, request_id: str | None = None,
@@ -291,14 +359,17 @@ class Kernel:
         return parsed
 
     def set_policies(self, policies: dict[str, Any], *, request_id: str | None = None,
-                     allow_unmounted: bool = False) -> list[Policy]:
+                     allow_unmounted: bool = False, replace: bool = False) -> list[Policy]:
         """Set several namespaces' policies: every one validated first, then all written in one
-        transaction (or none). A driver not mounted here is refused (a typo would silently serve
-        baseline) unless ``allow_unmounted`` says it will be installed later; searches then fall
-        back to baseline until it is."""
-        items = [(namespace(ns), parse_policy(p)) for ns, p in policies.items()]
+        transaction (or none). Each sets the facets it names (a namespace's other facets stay), or,
+        with ``replace`` (policy import), becomes the namespace's whole own policy. A driver not
+        mounted here is refused (a typo would silently serve baseline) unless ``allow_unmounted``
+        says it will be installed later; searches then fall back to baseline until it is."""
+        items = [(namespace(ns), parse_policy(p, namespace(ns).path)) for ns, p in policies.items()]
         for _, parsed in items:
-            for name in ([parsed.retriever] if parsed.retriever else [parsed.ab_test.a, parsed.ab_test.b]):
+            drivers = [parsed.retriever] if parsed.retriever else [parsed.ab_test.a, parsed.ab_test.b] \
+                if parsed.ab_test else []
+            for name in drivers:
                 if self.registry.has(name):
                     continue
                 if not allow_unmounted:
@@ -306,8 +377,8 @@ class Kernel:
                                             f"{', '.join(self.registry.names())}); to name one that will be "
                                             "installed later, allow unmounted drivers (--allow-unmounted)")
                 log.warning("policy names driver %r, which is not mounted here: searches will serve baseline", name)
-        self.writer.set_policies([(ns, parsed.to_dict()) for ns, parsed in items], request_id=request_id)
-        return [parsed for _, parsed in items]
+        return self.writer.set_policies([(ns, parsed.to_dict()) for ns, parsed in items], request_id=request_id,
+                                        replace=replace)
 
     def clear_policy(self, ns: str | Namespace, *, request_id: str | None = None) -> bool:
         """Remove ``ns``'s own policy (it inherits again); False if it had none."""
@@ -323,10 +394,11 @@ class Kernel:
             return list_policies(conn)
 
     def audit_tail(self, n: int = 20, action: str | None = None,
-                   subtree: str | Namespace | None = None) -> list[audit.AuditRow]:
-        """The newest audit rows (of ``subtree`` and below, when given), oldest first."""
+                   subtree: str | Namespace | None = None, before: int | None = None) -> list[audit.AuditRow]:
+        """The newest audit rows (of ``subtree`` and below, when given; older than seq ``before``),
+        oldest first."""
         with self.engine.connect() as conn:
-            return audit.tail(conn, n, action, str(subtree) if subtree is not None else None)
+            return audit.tail(conn, n, action, str(subtree) if subtree is not None else None, before)
 
     def who_saw(self, memory_id: str, subtree: str | Namespace | None = None):  # noqa: ANN201 - results.WhoSaw
         """Every search that was returned a version of ``memory_id`` (made in ``subtree`` and below)."""
@@ -376,20 +448,35 @@ class Kernel:
         with self.engine.begin() as conn:
             return prune(conn, retention_days)
 
-    def audit_verify(self, expected: Sequence[Head] = ()) -> audit.VerifyResult:
+    def audit_verify(self, expected: Sequence[Head] = (), *, incremental: bool = False,
+                     pause: Callable[[float], None] | None = None) -> audit.VerifyResult:
         """Recompute the hash chain; the heads recorded outside the database (and ``expected``) must
         still be in it, so deleting the newest rows or rewriting the chain is caught. Records the
-        verified head."""
+        verified position. ``incremental``: recompute only the rows after the last position a
+        verification proved (the admin status check: its cost grows with the new rows, not the trail;
+        `audit verify` and the server's daily check recompute it all). ``pause``: see audit.verify."""
         from .audit import heads
 
+        start = heads.verified(self.settings.home) if incremental else None
         with self.engine.connect() as conn:
-            result = audit.verify(conn, expected=[*heads.read(self.settings.home), *expected])
+            result = audit.verify(conn, batch=1000 if pause else 5000, expected=[*heads.read(self.settings.home),
+                                                                                  *expected], start=start, pause=pause)
         if result.ok and result.head_seq is not None:
-            heads.record(self.settings.home, Head(result.head_seq, result.head_hash))  # verified just now
+            verified = Head(result.head_seq, result.head_hash)
+            heads.record(self.settings.home, verified)
+            heads.record_verified(self.settings.home, verified)
+        return result
+
+    def maintain_audit(self, *, full: bool) -> audit.VerifyResult:
+        """A server's own check of the chain (all of it, or from the last verified position), yielding
+        the interpreter between batches to the requests it serves; a broken chain is logged."""
+        result = self.audit_verify(incremental=not full, pause=audit.log.yield_interpreter)
+        if not result.ok:
+            log.error("audit chain broken at row %s: %s", result.first_bad_seq, result.reason)
         return result
 
     def record_audit_head(self) -> None:
-        """Append the chain's newest seq:hash to $HALOMEM_HOME/audit-heads.log (outside the database)."""
+        """Keep the chain's newest seq:hash in $HALOMEM_HOME (outside the database: audit.heads)."""
         from .audit import heads
 
         try:

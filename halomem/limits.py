@@ -26,7 +26,9 @@ MAX_ALIASES = 50  # aliases one entity request may add
 MAX_DRIVER_NAME_CHARS = 100
 MAX_PAGE = 100  # memories one `recent` page holds
 MAX_BATCH = 100  # memories one remember_many call writes
-MAX_AS_OF_CHARS = 64  # an as-of instant as text (halomem.as_of)
+MAX_AS_OF_CHARS = 64  # an instant as text (halomem.instants)
+MAX_AUDIT_ROWS = 1000  # audit rows one listing answers (page further with `before`)
+MAX_DAYS = 3660  # ten years: the longest window in days (reports, retention) and a token's longest expiry
 MAX_NOTE_CHARS = 500  # a feedback note
 
 

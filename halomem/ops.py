@@ -17,7 +17,8 @@ from .auth.store import IssuedToken, Principal, PrincipalStore
 from .db.replicas import Consistency
 from .errors import DriverError, HalomemError, InvalidInputError, NotFoundError, PermissionDeniedError
 from .kernel import Kernel
-from .limits import MAX_REASON_CHARS, check_id, check_seq, check_text, namespace
+from .instants import check_days
+from .limits import MAX_AUDIT_ROWS, MAX_REASON_CHARS, check_id, check_seq, check_text, namespace
 from .policy import Policy
 from .results import (ConceptStored, EntityAdded, Erased, Feedback, IngestReport, MemoryRow, NewMemory, Page, Replay,
                       SearchResult, WhoSaw)
@@ -54,12 +55,12 @@ class Operations:
                 if right == WRITE and self.kernel.router.enabled:
                     self.consistency.wrote = self.kernel.router.primary_lsn()
                 if not kernel_audits:
-                    self.kernel.audit_event(ns, op, f"{op} ok", request_id)
+                    self.kernel.audit_event(ns, op, {"outcome": "ok"}, request_id)
                 return result
             except DriverError:
                 raise  # the kernel audited the failed search itself
             except HalomemError as exc:  # under the caller's own namespace: never a target's trail
-                self.kernel.audit_event(self.caller.namespace, op, f"{op} refused kind={exc.slug}", request_id)
+                self.kernel.audit_event(self.caller.namespace, op, {"outcome": "refused", "kind": exc.slug}, request_id)
                 raise
 
     def _own_row(self, ns: Namespace, memory_id: str) -> None:
@@ -107,15 +108,14 @@ class Operations:
 
     def audit_status(self) -> dict[str, Any]:
         """Whether the hash chain verifies (admin): yes or no, no counts of rows it may not see."""
-        return self._run("audit", ADMIN, lambda ns, rid: {"verified": self.kernel.audit_verify().ok},
-                         kernel_audits=False)
+        return self._run("audit", ADMIN, lambda ns, rid: {"verified": self.kernel.audit_verify(
+            incremental=True, pause=audit.log.yield_interpreter).ok}, kernel_audits=False)
 
     def policy_report(self, days: float = 7.0) -> dict[str, Any]:
         """Each arm's record over the last ``days`` of searches made here and below (policy.report)."""
         from .policy.report import policy_report
 
-        if not 0 < days <= 3660:
-            raise InvalidInputError("days must be in 0..3660")
+        days = check_days(days)
 
         def run(ns: Namespace, rid: str) -> dict[str, Any]:
             with self.kernel.engine.connect() as conn:
@@ -180,9 +180,10 @@ class Operations:
         return self._run("remember", WRITE, lambda ns, rid: self.kernel.remember_many(ns, items, request_id=rid))
 
     def ingest_bytes(self, raw: bytes, *, fmt: str = "jsonl", skip_bad: bool = False,
-                     label: str = "body") -> IngestReport:
+                     label: str = "body", **progress: Any) -> IngestReport:
+        """Records (jsonl, csv) or conversations (chat) already in memory (a body, stdin)."""
         return self._run("ingest", WRITE, lambda ns, rid: self.kernel.ingest_bytes(
-            ns, raw, fmt=fmt, skip_bad=skip_bad, label=label, request_id=rid))
+            ns, raw, fmt=fmt, skip_bad=skip_bad, label=label, request_id=rid, **progress))
 
     def ingest_file(self, path: Path, *, fmt: str | None = None, skip_bad: bool = False,
                     progress: Callable[[int], None] | None = None, on_parsed: Callable[[int], None] | None = None,
@@ -190,6 +191,13 @@ class Operations:
         return self._run("ingest", WRITE, lambda ns, rid: self.kernel.ingest(
             ns, path, fmt=fmt, skip_bad=skip_bad, progress=progress, on_parsed=on_parsed, request_id=rid,
             on_write=on_write))
+
+    def ingest_documents(self, roots: Sequence[Any], files: Sequence[Any], *, fmt: str | None = None,
+                         prune: bool = False, strict: bool = False, dry_run: bool = False, **progress: Any) -> Any:
+        """Documents into the caller's namespace (intake.documents), each batch audited by the write
+        path, each retirement by its own row; returns the DocumentsReport."""
+        return self._run("ingest", WRITE, lambda ns, rid: self.kernel.ingest_documents(
+            ns, roots, files, fmt=fmt, prune=prune, strict=strict, dry_run=dry_run, request_id=rid, **progress))
 
     def add_entity(self, name: str, aliases: Sequence[str] = ()) -> EntityAdded:
         def body(ns: Namespace, rid: str) -> EntityAdded:
@@ -214,11 +222,16 @@ class Operations:
     def clear_policy(self, target: Namespace | None) -> bool:
         return self._run("policy", ADMIN, lambda ns, rid: self.kernel.clear_policy(ns, request_id=rid), target)
 
-    def audit_tail(self, n: int = 20, action: str | None = None) -> list[audit.AuditRow]:
-        if action is not None:
-            check_text(action, "action", 40)
-        return self._run("audit", ADMIN, lambda ns, rid: self.kernel.audit_tail(n, action, subtree=ns),
-                         kernel_audits=False)
+    def audit_tail(self, n: int = 20, action: str | None = None, before: int | None = None) -> list[audit.AuditRow]:
+        """A page of the audit rows of the caller's namespace and below, newest ``n`` (at most
+        MAX_AUDIT_ROWS) older than seq ``before``: a listing's cost is bounded, the trail paged."""
+        def body(ns: Namespace, rid: str) -> list[audit.AuditRow]:
+            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_AUDIT_ROWS:
+                raise InvalidInputError(f"n must be between 1 and {MAX_AUDIT_ROWS} (page back with before=SEQ)")
+            if action is not None:
+                check_text(action, "action", 40)
+            return self.kernel.audit_tail(n, action, subtree=ns, before=check_seq(before) if before else None)
+        return self._run("audit", ADMIN, body, kernel_audits=False)
 
     def who_saw(self, memory_id: str) -> WhoSaw:
         """Requests made in the caller's namespace and below that were returned a version of the
@@ -260,21 +273,21 @@ class StoreOperations:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
 
-    def _run(self, op: str, body: Callable[[str], T], detail: Callable[[T], str] | None = None) -> T:
+    def _run(self, op: str, body: Callable[[str], T], record: Callable[[T], dict[str, Any]] | None = None) -> T:
         request_id = new_request_id()
         try:
             result = body(request_id)
         except HalomemError as exc:
-            self.kernel.audit_event(audit.STORE_NS, op, f"{op} refused kind={exc.slug}", request_id)
+            self.kernel.audit_event(audit.STORE_NS, op, {"outcome": "refused", "kind": exc.slug}, request_id)
             raise
-        if detail is not None:
-            self.kernel.audit_event(audit.STORE_NS, op, f"{op} ok {detail(result)}".strip(), request_id)
+        if record is not None:
+            self.kernel.audit_event(audit.STORE_NS, op, {"outcome": "ok", **record(result)}, request_id)
         return result
 
     def list_tokens(self, subtree: str | Namespace | None = None) -> list[Principal]:
         root = namespace(subtree) if subtree is not None else None
         return self._run("token", lambda rid: PrincipalStore(self.kernel.engine).list(root),
-                         lambda rows: f"listed={len(rows)}")
+                         lambda rows: {"listed": len(rows)})
 
     def revoke_token(self, principal_id: str) -> Principal:
         return self._run("token", lambda rid: PrincipalStore(self.kernel.engine).revoke(
@@ -292,40 +305,43 @@ class StoreOperations:
         return self._run("reembed", lambda rid: self.kernel.reembed(target, request_id=rid, **progress))
 
     def index_namespace(self, ns: str | Namespace) -> bool:
-        return self._run("index", lambda rid: self.kernel.index_namespace(ns), lambda made: f"created={made}")
+        return self._run("index", lambda rid: self.kernel.index_namespace(ns), lambda made: {"created": made})
 
     def drop_namespace_index(self, ns: str | Namespace) -> bool:
-        return self._run("index", lambda rid: self.kernel.drop_namespace_index(ns), lambda gone: f"dropped={gone}")
+        return self._run("index", lambda rid: self.kernel.drop_namespace_index(ns), lambda gone: {"dropped": gone})
 
     def namespace_indexes(self) -> list[str]:
-        return self._run("index", lambda rid: self.kernel.namespace_indexes(), lambda names: f"listed={len(names)}")
+        return self._run("index", lambda rid: self.kernel.namespace_indexes(), lambda names: {"listed": len(names)})
 
     def policies(self) -> list[Policy]:
-        return self._run("policy", lambda rid: self.kernel.policies(), lambda rows: f"exported={len(rows)}")
+        return self._run("policy", lambda rid: self.kernel.policies(), lambda rows: {"exported": len(rows)})
 
     def import_policies(self, policies: dict[str, Any], *, allow_unmounted: bool = False) -> list[Policy]:
         """All validated, then all written in one transaction, or none."""
-        return self._run("policy", lambda rid: self.kernel.set_policies(policies, request_id=rid,
+        return self._run("policy", lambda rid: self.kernel.set_policies(policies, request_id=rid, replace=True,
                                                                         allow_unmounted=allow_unmounted))
 
     def audit_tail(self, n: int = 20, action: str | None = None) -> list[audit.AuditRow]:
-        return self._run("audit", lambda rid: self.kernel.audit_tail(n, action), lambda rows: f"rows={len(rows)}")
+        return self._run("audit", lambda rid: self.kernel.audit_tail(n, action), lambda rows: {"rows": len(rows)})
 
     def who_saw(self, memory_id: str) -> WhoSaw:
         return self._run("audit", lambda rid: self.kernel.who_saw(check_id(memory_id)),
-                         lambda found: f"who-saw id={found.memory_id} sightings={len(found.sightings)}")
+                         lambda found: {"asked": "who-saw", "id": found.memory_id,
+                                         "sightings": len(found.sightings)})
 
     def replay(self, seq: int) -> Replay:
         return self._run("audit", lambda rid: self.kernel.replay(check_seq(seq), request_id=rid))
 
     def prune_queries(self, retention_days: float) -> int:
+        retention_days = check_days(retention_days, what="--older-than", allow_zero=True)
         return self._run("audit", lambda rid: self.kernel.prune_queries(retention_days),
-                         lambda removed: f"prune-queries removed={removed} older_than_days={retention_days:g}")
+                         lambda removed: {"asked": "prune-queries", "removed": removed,
+                                           "older_than_days": retention_days})
 
     def audit_verify(self, expected: Sequence[Any] = ()) -> audit.VerifyResult:
         """Verify before the row for this request is written, so the head it records is the chain's."""
         return self._run("audit", lambda rid: self.kernel.audit_verify(expected),
-                         lambda result: f"verified={result.ok} rows={result.rows}")
+                         lambda result: {"verified": result.ok, "rows": result.rows})
 
 
 def for_store(kernel: Kernel) -> StoreOperations:

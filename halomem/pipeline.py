@@ -11,7 +11,8 @@ the MCP message middleware (server.mcp_tools) for MCP over stdio, and the CLI's 
 Audit rule (README "Audit trail"): every request gets exactly one row, except
 - public routes (/healthz, /readyz, /metrics, /docs, /openapi.json) and MCP notifications: none;
 - a search that fell back to baseline: its ``fallback`` row too;
-- repeatable refusals, ``unauthenticated`` and ``rate-limited``: the first of a window
+- repeatable refusals (``REPEATABLE``: a bad token, a full bucket, a method or route that does
+  not exist): the first of a window per kind
   (``refusal_window`` seconds, per principal, or for all unauthenticated callers together) gets
   its row; the rest of that window are counted, and the count is written as one summary row
   (``... suppressed=N``) when the window has closed, at the latest when the server stops. So a
@@ -38,7 +39,9 @@ from .write.writer import new_request_id
 log = logging.getLogger("halomem.server")
 
 NO_CALLER_NS = audit.STORE_NS  # the namespace of audit rows for requests that have no caller
-REPEATABLE = ("unauthenticated", "rate-limited")  # refusals summarized per window
+# refusals anyone can repeat cheaply, summarized per window: a bad token, a full bucket, a method or a
+# route that does not exist (GET /mcp, a typo). A refused operation writes its own row instead.
+REPEATABLE = ("unauthenticated", "rate-limited", "method-not-allowed", "not-found")
 DEFAULT_REFUSAL_WINDOW = 60.0
 
 
@@ -124,21 +127,22 @@ class Pipeline:
         except AuthenticationError:
             self.per_client.check(request.client)
             raise
-        request.caller = principal.caller()
-        self.per_principal.check(principal.id)
+        request.caller = principal.caller(self.principals.lineage_root(principal))
+        self.per_principal.check(request.caller.share_key)  # a lineage's tokens share one bucket
         remembered = self.last_write.get(principal.id)
         if remembered and remembered > (request.consistency.after or 0):
             request.consistency.after = remembered
         return request.caller
 
-    async def admit(self, request: Request, body_bytes: int, sleep) -> None:  # noqa: ANN001 - anyio.sleep
+    async def admit(self, request: Request, body_bytes: int, sleep, *, costly: bool = False) -> None:  # noqa: ANN001
         """Take the request's units of its principal's and organisation's shares (waiting briefly,
-        without a thread, for its turn) or refuse it with 429; ``release`` gives them back."""
+        without a thread, for its turn) or refuse it with 429; ``release`` gives them back.
+        ``costly``: a read whose cost grows with the trail, which yields to others first."""
         caller = request.caller
         if caller is None:
             return
         units = self.admission.cost(body_bytes)
-        await self.admission.admit(caller.principal_id, caller.namespace.path, units, sleep)
+        await self.admission.admit(caller.share_key, caller.namespace.path, units, sleep, defer=costly)
         request.units = units
 
     def bulk_yields(self, request: Request):  # noqa: ANN201 - a context manager
@@ -149,11 +153,11 @@ class Pipeline:
 
         if request.caller is None or not request.units:
             return nullcontext()
-        return yielding(self.admission.bulk_pause(request.caller.principal_id))
+        return yielding(self.admission.bulk_pause(request.caller.share_key))
 
     def release(self, request: Request) -> None:
         if request.units and request.caller is not None:
-            self.admission.release(request.caller.principal_id, request.caller.namespace.path, request.units)
+            self.admission.release(request.caller.share_key, request.caller.namespace.path, request.units)
             request.units = 0
 
     def for_token(self, token: object, route: str = "library"):  # noqa: ANN201 - halomem.ops.Operations
@@ -182,16 +186,18 @@ class Pipeline:
         if request.rows:
             return
         if error is None:
-            detail = f"{request.route} ok"
+            record: dict = {"route": request.route, "outcome": "ok"}
         else:
-            detail = f"{request.route} refused kind={error.slug}" + (f" status={status}" if status else "")
+            record = {"route": request.route, "outcome": "refused", "kind": error.slug}
+            if status:
+                record["status"] = status
             if error.slug in REPEATABLE:
                 admitted, earlier = self.ledger.admit((ns, principal, error.slug))
                 if not admitted:
                     return
                 if earlier:
                     self._summary(ns, principal, error.slug, earlier)
-        self._append(ns, principal, detail, request.request_id)
+        self._append(ns, principal, record, request.request_id)
         request.rows += 1
 
     # --- summaries ---------------------------------------------------------------------------
@@ -204,8 +210,8 @@ class Pipeline:
         return len(closed)
 
     def _summary(self, ns: str, principal: str | None, slug: str, suppressed: int) -> None:
-        self._append(ns, principal, f"requests refused kind={slug} suppressed={suppressed}"
-                     f" window={self.ledger.window:g}s", new_request_id())
+        self._append(ns, principal, {"route": "requests", "outcome": "refused", "kind": slug,
+                                     "suppressed": suppressed, "window_s": self.ledger.window}, new_request_id())
 
     def close(self) -> None:
         try:
@@ -219,9 +225,9 @@ class Pipeline:
         caller = request.caller
         return (caller.namespace.path, caller.principal_id) if caller else (NO_CALLER_NS, None)
 
-    def _append(self, ns: str, principal: str | None, detail: str, request_id: str) -> None:
+    def _append(self, ns: str, principal: str | None, record: dict, request_id: str) -> None:
         with audit.acting_as(principal), self.kernel.engine.begin() as conn:
-            audit.append(conn, ns, "request", detail, request_id)
+            audit.append(conn, ns, "request", record, request_id)
 
 
 def error_for_status(status: int) -> HalomemError:

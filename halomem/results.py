@@ -26,6 +26,10 @@ class HitJSON(TypedDict):
     content: str
     token_estimate: int
     valid_from: Optional[str]
+    provenance: dict[str, Any]  # where the memory came from (a document's path and title, a turn's session)
+    speaker: Optional[str]  # a turn of a conversation (intake.chat): who said it,
+    session: Optional[str]  # in which session,
+    said_at: Optional[str]  # and when (as the transcript gives it); null for other memories
 
 
 class SearchJSON(TypedDict):
@@ -42,11 +46,18 @@ class SearchJSON(TypedDict):
     hits: list[HitJSON]
 
 
+class SimilarJSON(TypedDict):
+    id: str  # a live memory of the namespace the written text nearly copies
+    score: float  # the cosine of their vectors
+
+
 class NewMemoryJSON(TypedDict):
-    id: str
+    id: str  # the memory holding the text now: the new one, or the one already live (status unchanged)
     namespace: str
     source: Optional[str]
     request_id: Optional[str]
+    status: str  # created | unchanged (the same text was live: nothing written) | similar (not written)
+    similar: list[SimilarJSON]  # near-copies among the namespace's live memories (write.consolidate)
 
 
 class SupersededJSON(NewMemoryJSON):
@@ -84,9 +95,10 @@ class ErasedJSON(TypedDict):
 
 class BatchJSON(TypedDict):
     written: int
-    ids: list[str]
+    ids: list[str]  # the memories written
     namespace: str
     request_id: Optional[str]
+    items: list["RowOutcomeJSON"]  # what became of each memory asked for, in order
 
 
 class WhoamiJSON(TypedDict):
@@ -146,6 +158,13 @@ class SkippedJSON(TypedDict):
     reason: str
 
 
+class RowOutcomeJSON(TypedDict, total=False):
+    status: str  # created | superseded | unchanged | similar
+    id: str
+    supersedes: str
+    similar: list[SimilarJSON]
+
+
 class IngestJSON(TypedDict):
     written: int
     namespace: str
@@ -154,6 +173,46 @@ class IngestJSON(TypedDict):
     superseded: list[SupersedePairJSON]
     request_id: Optional[str]
     skipped: list[SkippedJSON]
+    items: list[RowOutcomeJSON]  # one per row written or not, in order (write.bulk)
+
+
+class DocumentWrittenJSON(TypedDict, total=False):
+    path: str  # ROOT/path (and #n for a part of a long document)
+    id: str
+    status: str  # created | superseded (written); unchanged | similar (not written)
+    supersedes: str
+    similar: list[SimilarJSON]
+
+
+class DocumentRetiredJSON(TypedDict):
+    path: str
+    id: str
+    reason: str
+
+
+class DocumentSkippedJSON(TypedDict):
+    path: str
+    reason: str
+
+
+class DocumentCountsJSON(TypedDict):
+    written: int
+    unchanged: int
+    superseded: int
+    retired: int
+    skipped: int
+
+
+class DocumentsJSON(TypedDict):  # intake.documents.DocumentsReport builds it
+    namespace: str
+    request_id: str
+    dry_run: bool
+    written: list[DocumentWrittenJSON]
+    unchanged: list[DocumentWrittenJSON]
+    superseded: list[dict[str, Any]]
+    retired: list[DocumentRetiredJSON]
+    skipped: list[DocumentSkippedJSON]
+    counts: DocumentCountsJSON
 
 
 class ABTestJSON(TypedDict):
@@ -162,9 +221,10 @@ class ABTestJSON(TypedDict):
     pct_b: int
 
 
-# "from": the namespace whose own policy this is ("default": none set), a keyword in Python
-PolicyJSON = TypedDict("PolicyJSON", {"retriever": str, "ab_test": ABTestJSON, "namespace": str, "from": str},
-                       total=False)
+# "from": the namespace the routing comes from ("default": none set), a keyword in Python; "origins":
+# where each facet (routing, consolidate) comes from
+PolicyJSON = TypedDict("PolicyJSON", {"retriever": str, "ab_test": ABTestJSON, "consolidate": str, "namespace": str,
+                                      "from": str, "origins": dict[str, str]}, total=False)
 
 
 class AuditRowJSON(TypedDict):
@@ -172,7 +232,9 @@ class AuditRowJSON(TypedDict):
     at: str
     actor_ns: str
     action: str
-    detail: str
+    outcome: str
+    fields: dict[str, Any]  # the row's record, as data (what the hash covers)
+    detail: str  # the same record as one line for people: never to be parsed
     request_id: str
     prev_hash: str
     hash: str
@@ -302,9 +364,16 @@ class Hit:
     content: str
     token_estimate: int
     valid_from: str | None = None  # ISO time the fact became valid (a concept: last updated)
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> HitJSON:
-        return {**asdict(self), "score": round(self.score, SCORE_DIGITS)}  # type: ignore[typeddict-item]
+        turn = self.provenance if self.provenance.get("format") == "chat" else {}
+        return {**asdict(self), "score": round(self.score, SCORE_DIGITS),  # type: ignore[typeddict-item]
+                "speaker": turn.get("speaker"), "session": turn.get("session"), "said_at": turn.get("time")}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Hit":
+        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__ if k in data})
 
 
 @dataclass
@@ -340,9 +409,17 @@ class NewMemory:
     namespace: str
     source: str | None
     request_id: str | None = None
+    status: str = "created"  # created | unchanged | similar (write.consolidate)
+    similar: tuple[Any, ...] = ()  # near-copies (write.consolidate.Similar, or their dicts from a server)
 
     def to_dict(self) -> NewMemoryJSON:
-        return {"id": self.id, "namespace": self.namespace, "source": self.source, "request_id": self.request_id}
+        return {"id": self.id, "namespace": self.namespace, "source": self.source, "request_id": self.request_id,
+                "status": self.status, "similar": [s if isinstance(s, dict) else s.to_dict() for s in self.similar]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "NewMemory":
+        return cls(data["id"], data["namespace"], data.get("source"), data.get("request_id"),
+                   data.get("status", "created"), tuple(data.get("similar") or ()))
 
 
 @dataclass(frozen=True)
@@ -390,13 +467,20 @@ class IngestReport:
     ids: list[str]
     namespace: str = ""
     request_id: str | None = None
-    unchanged: list[str] = field(default_factory=list)  # keyed rows already live with that content
+    unchanged: list[str] = field(default_factory=list)  # rows already live with that content (their ids)
     superseded: list[tuple[str, str]] = field(default_factory=list)  # (old id, new id) for changed keys
+    items: list[Any] = field(default_factory=list)  # one outcome per row (write.bulk.Outcome or its dict)
 
     def to_dict(self) -> IngestJSON:
         return {"written": self.written, "namespace": self.namespace, "ids": self.ids, "unchanged": self.unchanged,
                 "superseded": [{"old": old, "new": new} for old, new in self.superseded],
-                "request_id": self.request_id, "skipped": [{"line": n, "reason": why} for n, why in self.skipped]}
+                "request_id": self.request_id, "skipped": [{"line": n, "reason": why} for n, why in self.skipped],
+                "items": [o if isinstance(o, dict) else o.to_dict() for o in self.items]}
+
+    def to_batch_dict(self) -> BatchJSON:
+        """The shape of a remember_many answer (REST, MCP, the client)."""
+        return {"written": self.written, "ids": self.ids, "namespace": self.namespace, "request_id": self.request_id,
+                "items": [o if isinstance(o, dict) else o.to_dict() for o in self.items]}
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ DriverError. The kernel composes this; it holds no search logic itself.
 """
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -16,7 +15,7 @@ from typing import Callable, Sequence
 import sqlalchemy as sa
 
 from . import audit
-from .as_of import parse_as_of
+from .instants import parse_instant
 from .audit import seen as seen_log
 from .drivers import DriverRegistry, DriverUnavailableError
 from .drivers.view import KernelScopedView, admitted_refs, build_scoped_view, embed_query
@@ -35,11 +34,19 @@ log = logging.getLogger("halomem")
 
 
 @dataclass(frozen=True)
+class Fallback:
+    """A search served by baseline instead of ``driver``, and why."""
+
+    driver: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Planned:
     refs: list[ScoredRef]
     served: str  # the driver whose refs these are
     admitted: frozenset[str]  # what its view handed out
-    fallback_note: str | None
+    fallback: Fallback | None
     warnings: list[str]
 
 
@@ -85,7 +92,7 @@ class Searcher:
         it stood then (halomem.as_of; concepts keep no history and are not returned). ``replaying``:
         the audit seq of the search this re-runs (audited as a ``replay``, not as a search anyone
         was handed)."""
-        query, sources, when = check_query(query), check_sources(sources), parse_as_of(as_of)
+        query, sources, when = check_query(query), check_sources(sources), parse_instant(as_of)
         check_search_bounds(k, token_budget)
         if driver is not None and not self.registry.has(driver):  # the caller's mistake, not a driver's failure
             raise InvalidInputError(f"unknown driver {str(driver)[:100]!r}"
@@ -99,7 +106,7 @@ class Searcher:
         shadow = None if driver or replaying is not None or not policy.ab_test else policy.ab_test.shadowed(query)
         chosen, unmounted = self.registry.resolve(requested)
         used: dict[str, str] = {}
-        shadowed: dict[str, str] = {}
+        shadowed: dict[str, object] = {}
 
         def read(index: MemoryIndex) -> tuple[Planned, SearchResult]:
             with index.reader() as reader:
@@ -114,36 +121,40 @@ class Searcher:
         try:  # a replica that fails mid-read is set aside and the primary answers (ReadRouter.read)
             (planned, result), database = self.router.read(after_lsn, read)
         except DriverError as exc:
-            self._audit(ns, "search", f"search failed driver={chosen.name} error={str(exc)[:200]}", request_id)
+            self._audit(ns, "search", {"outcome": "failed", "driver": chosen.name, "error": str(exc)[:200]},
+                        request_id)
             raise
         result.elapsed_ms = (time.perf_counter() - started) * 1000
         result.as_of = when.isoformat() if when else None
-        notes = [f"driver_fallback={requested}->baseline reason=unmounted"] if unmounted else []
-        notes += [planned.fallback_note] if planned.fallback_note else []
+        notes = [Fallback(requested, "unmounted")] if unmounted else []
+        notes += [planned.fallback] if planned.fallback else []
         if notes:
             result.fallback = f"{requested}->baseline"
         if replaying is not None:  # an operator's re-run: nobody was handed these refs
-            self._audit(ns, "replay", f"replay ok of={replaying} returned={len(result.hits)}"
-                        f" driver={result.driver} driver_version={self.registry.version(result.driver)}", request_id)
+            self._audit(ns, "replay", {"outcome": "ok", "of": replaying, "returned": len(result.hits),
+                                       "driver": result.driver,
+                                       "driver_version": self.registry.version(result.driver)}, request_id)
             return result
         for note in notes:
-            log.warning("%s", note)
-            self._audit(ns, "fallback", note, request_id)
-        detail = (f"search ok returned={len(result.hits)} tokens={result.tokens} driver={result.driver}"
-                  f" driver_version={self.registry.version(result.driver)} ms={result.elapsed_ms:.2f}")
+            log.warning("driver_fallback=%s->baseline reason=%s", note.driver, note.reason)
+            self._audit(ns, "fallback", {"outcome": "to-baseline", "driver": note.driver, "reason": note.reason},
+                        request_id)
+        record: dict[str, object] = {
+            "outcome": "ok", "returned": len(result.hits), "tokens": result.tokens, "driver": result.driver,
+            "driver_version": self.registry.version(result.driver), "ms": round(result.elapsed_ms, 2),
+            "requested": requested, "chosen_by": "caller" if driver else "policy"}
         if result.dropped:
-            detail += f" dropped={result.dropped}"
+            record["dropped"] = result.dropped
         if result.warnings:
-            detail += " driver_warnings=" + json.dumps("; ".join(result.warnings)[:500])
+            record["driver_warnings"] = "; ".join(result.warnings)[:500]
         if self.router.enabled:
-            detail += f" db={database}"
+            record["db"] = database
         if when:
-            detail += f" as_of={result.as_of}"
+            record["as_of"] = result.as_of
         if sources:  # what replay needs to ask the same question
-            detail += " sources=" + json.dumps(list(sources), separators=(",", ":"))
-        detail += "".join(f" {key}={value}" for key, value in shadowed.items())
-        self._audit_search(ns, detail, request_id, result, query, k, token_budget, used.get("embedder", "-"),
-                           requested)
+            record["sources"] = list(sources)
+        record.update(shadowed)
+        self._audit_search(ns, record, request_id, result, query, k, token_budget, used.get("embedder", "-"))
         for observe in self.observers:
             observe(result.driver, result.elapsed_ms / 1000, requested if result.fallback else None, database)
         return result
@@ -158,7 +169,7 @@ class Searcher:
 
         first = fresh_view()
         with DriverWarnings() as warned:
-            def run(d: RetrieverDriver, note: str | None, view: KernelScopedView) -> Planned:
+            def run(d: RetrieverDriver, note: Fallback | None, view: KernelScopedView) -> Planned:
                 refs = d.plan(RetrieverQuery(query=query, view=view, token_budget=budget, k=k))
                 return Planned(self._checked(d.name, refs), d.name, admitted_refs(view), note, warned.messages)
 
@@ -167,7 +178,7 @@ class Searcher:
             except DriverUnavailableError as exc:
                 if driver.name == DriverRegistry.FALLBACK:
                     raise DriverError(f"baseline driver unavailable: {exc}") from None
-                note = f"driver_fallback={driver.name}->baseline reason={str(exc)[:200] or 'unavailable'}"
+                note = Fallback(driver.name, str(exc)[:200] or "unavailable")
             except DriverError:
                 raise
             except Exception as exc:
@@ -175,7 +186,7 @@ class Searcher:
             return run(self.registry.get(DriverRegistry.FALLBACK), note, fresh_view())
 
     def _shadow(self, reader: IndexReader, scope: Scope, embedder: Embedder, name: str, query: str, k: int,
-                budget: int, served: list[str]) -> dict[str, str]:
+                budget: int, served: list[str]) -> dict[str, object]:
         """The shadow arm beside the answer (policy ab_test shadow): its refs, their overlap@k with
         what was served and its plan time, for the audit row only. Nobody is handed these refs, and
         a shadow that fails or is not mounted never touches the answer."""
@@ -193,9 +204,9 @@ class Searcher:
         admitted = admitted_refs(view)
         kept = [r for r in refs if r.ref in admitted][:k]
         overlap = len({r.ref for r in kept} & set(served[:k])) / k
-        return {"shadow": name, "shadow_ms": f"{ms:.2f}", "shadow_overlap": f"{overlap:.3f}",
-                "shadow_refs": json.dumps([[i, r.tier, r.ref, round(r.score, seen_log.SCORE_DIGITS)]
-                                           for i, r in enumerate(kept, 1)], separators=(",", ":"))}
+        return {"shadow": name, "shadow_ms": round(ms, 2), "shadow_overlap": round(overlap, 3),
+                "shadow_refs": [[i, r.tier, r.ref, round(r.score, seen_log.SCORE_DIGITS)]
+                                for i, r in enumerate(kept, 1)]}
 
     @staticmethod
     def _checked(name: str, refs: object) -> list[ScoredRef]:
@@ -221,7 +232,7 @@ class Searcher:
                     result.dropped += 1
                     continue
                 hit = Hit(0, r.score, "L2", r.ref, row.id, row.namespace, row.source, row.content, r.token_estimate,
-                          row.t_valid_from.isoformat())
+                          row.t_valid_from.isoformat(), row.provenance or {})
             else:
                 concept = reader.concept(scope, r.ref)
                 if concept is None:
@@ -236,20 +247,19 @@ class Searcher:
         return result
 
 
-    def _audit_search(self, ns: Namespace, detail: str, request_id: str, result: SearchResult, query: str, k: int,
-                      budget: int, embedder: str, requested: str) -> None:
+    def _audit_search(self, ns: Namespace, record: dict[str, object], request_id: str, result: SearchResult,
+                      query: str, k: int, budget: int, embedder: str) -> None:
         """The search's row names what it returned and how (audit.seen), with its query's salted
         digest; the refs and the query text go beside it in the same transaction."""
         trace = audit.current_trace()
         returned = [seen_log.Seen(h.rank, h.tier, h.ref, h.id, h.score) for h in result.hits]
         salt = seen_log.new_salt()
-        detail += (f" requested={requested} k={k} budget={budget} embedder={embedder}"
-                   f" via={trace.transport if trace else 'local'} query={seen_log.query_digest(salt, query)}"
-                   f" refs={seen_log.refs_field(returned)}")
+        record.update({"k": k, "budget": budget, "embedder": embedder, "via": trace.transport if trace else "local",
+                       "query": seen_log.query_digest(salt, query), "refs": seen_log.refs_field(returned)})
         with self.engine.begin() as conn:
-            seq = audit.append(conn, ns.path, "search", detail, request_id)
+            seq = audit.append(conn, ns.path, "search", record, request_id)
             seen_log.record(conn, seq, returned, salt, query)
 
-    def _audit(self, ns: Namespace, action: str, detail: str, request_id: str) -> None:
+    def _audit(self, ns: Namespace, action: str, record: dict[str, object], request_id: str) -> None:
         with self.engine.begin() as conn:
-            audit.append(conn, ns.path, action, detail, request_id)
+            audit.append(conn, ns.path, action, record, request_id)

@@ -58,7 +58,10 @@ def booted(settings: Settings) -> Kernel:
 def kernel(booted: Kernel) -> Kernel:
     with booted.engine.begin() as conn:
         conn.exec_driver_sql(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE")
-    (booted.settings.home / "audit-heads.log").unlink(missing_ok=True)  # a deliberate reset of the chain
+    from halomem.audit.heads import FILES
+
+    for name in FILES:  # a deliberate reset of the chain
+        (booted.settings.home / name).unlink(missing_ok=True)
     booted.index.catalog.forget()  # row counts remembered from the tables just emptied
     for ns in booted.namespace_indexes():
         booted.drop_namespace_index(ns)

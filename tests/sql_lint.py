@@ -23,7 +23,8 @@ WRITERS = ("halomem.write", "halomem.audit", "halomem.db.migrations")
 IDENTITY_WRITER, IDENTITY_TABLES = "halomem.auth.store", {"principals", "lineage"}  # lineage: revoke's CTE
 # the reader's catalog counts every namespace's live rows (lexicon) to choose exact scans over HNSW
 # walks: a speed decision, never rows or counts handed to a caller (index/catalog.py)
-KERNEL_WIDE_READS = {"halomem.index.catalog", "halomem.write.reembed"}  # reembed: every row of the store, by design
+# reembed and a migration's backfill (v14's content keys): every row of the store, by design
+KERNEL_WIDE_READS = {"halomem.index.catalog", "halomem.write.reembed", "halomem.db.migrations"}
 HISTORY_READS = {"history", "_explain_not_head", "erase", "replay"}  # read superseded/erased rows on purpose
 WRITE_KINDS = {"InsertStmt", "UpdateStmt", "DeleteStmt", "CopyStmt", "CreateStmt", "AlterTableStmt", "IndexStmt",
                "GrantStmt", "CreateRoleStmt", "TruncateStmt", "DropStmt", "CreateExtensionStmt", "MergeStmt"}

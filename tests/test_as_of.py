@@ -13,7 +13,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from halomem import __version__
-from halomem.audit.log import fields
 from halomem.errors import REPLAY_DIFFERS_EXIT, InvalidInputError
 from tests.conftest import BUILTIN_DRIVERS, make_token
 from tests.mcp_client import McpSession
@@ -173,8 +172,8 @@ def test_replaying_every_search_of_a_workload_is_identical(kernel):
         assert replay.identical, (seq, replay.to_dict())
         assert replay.recorded and replay.reasons == []
     with kernel.engine.connect() as conn:
-        rows = conn.exec_driver_sql("SELECT detail FROM audit_log WHERE action = 'replay'").scalars().all()
-    assert len(rows) == len(seqs) and all(r.startswith("replay ok of=") for r in rows)
+        rows = conn.exec_driver_sql("SELECT fields FROM audit_log WHERE action = 'replay'").scalars().all()
+    assert len(rows) == len(seqs) and all(r["outcome"] == "ok" and r["of"] in seqs for r in rows)
     assert kernel.audit_verify().ok
 
 
@@ -192,8 +191,8 @@ def test_replay_names_what_changed_and_says_when_it_cannot(kernel, cli):
     assert moved.replayed_driver == "baseline" and "driver keyword is not mounted now: replayed with baseline" in \
         moved.reasons
     with kernel.engine.connect() as conn:
-        detail = conn.exec_driver_sql("SELECT detail FROM audit_log WHERE seq = %s", (seq,)).scalar()
-    assert fields(detail)["driver_version"] == __version__  # a built-in is halomem's own version
+        record = conn.exec_driver_sql("SELECT fields FROM audit_log WHERE seq = %s", (seq,)).scalar()
+    assert record["driver_version"] == __version__  # a built-in is halomem's own version
     keyword.version = "9.9.9"  # what an upgraded cartridge reports (an isolated one: its distribution's)
     try:
         upgraded = kernel.replay(seq)
@@ -219,7 +218,7 @@ def test_replay_differs_with_exit_17_and_over_rest_only_within_the_admins_subtre
     kernel.search("acme/eng", "canteen opens", k=5, driver="baseline")
     seq = _last_search_seq(kernel)
     with kernel.engine.connect() as conn:
-        detail = conn.exec_driver_sql("SELECT detail FROM audit_log WHERE seq = %s", (seq,)).scalar()
+        detail = conn.exec_driver_sql("SELECT fields::text FROM audit_log WHERE seq = %s", (seq,)).scalar()
     assert kernel.replay(seq).identical
     kernel.remember("acme/sales", "The canteen in sales opens at 07:30")  # another namespace: no change
     assert kernel.replay(seq).identical and "canteen" not in detail
@@ -241,3 +240,32 @@ def test_replay_differs_with_exit_17_and_over_rest_only_within_the_admins_subtre
     assert found.missing == ["acme/eng:eng/canteen"]
     shown = cli("audit", "replay", str(concept_seq))
     assert shown.returncode == REPLAY_DIFFERS_EXIT and "missing   acme/eng:eng/canteen" in shown.stdout
+
+
+EDGE_INSTANTS = ("0001-01-01T00:00:00+05:00", "0001-01-01T00:00:00-05:00", "9999-12-31T23:59:59-05:00",
+                 "9999-12-31T23:59:59+14:00", "9999999w", "0001-01-01", "1969-12-31T23:59:59Z")
+
+
+def test_instants_at_the_edge_of_the_range_are_refused_alike_on_every_transport(api_server, kernel, cli):
+    """One parser (halomem.instants): 400 over REST, an error result over MCP, exit 3 and one line on
+    the CLI; never an overflow's 500 or traceback."""
+    kernel.remember("acme/eng", "The VPN gateway is vpn1.example.org")
+    token = make_token(kernel, "acme/eng", "read")
+    session = McpSession(api_server.url, token)
+    try:
+        for when in EDGE_INSTANTS:
+            with pytest.raises(InvalidInputError):
+                kernel.search("acme/eng", "VPN", as_of=when)
+            rest = httpx2.post(api_server.url + "/v1/search", headers=bearer(token),
+                               json={"query": "VPN gateway", "as_of": when})
+            assert rest.status_code == 400 and rest.headers["content-type"].startswith("application/problem+json")
+            ok, _ = session.call("search", {"query": "VPN gateway", "as_of": when})
+            assert not ok
+            shown = cli("search", "--ns", "acme/eng", "VPN", "--as-of", when)
+            assert shown.returncode == 3 and shown.stderr.count("\n") == 1 and "Traceback" not in shown.stderr, \
+                (when, shown.stderr)
+    finally:
+        session.close()
+    for bad in ("0d", "99999999w", "1x", "3660d1", "3661d"):
+        assert cli("token", "create", "--ns", "acme/eng", "--name", "t", "--expires", bad).returncode == 3, bad
+    assert cli("policy", "report", "--ns", "acme", "--days", "1e999").returncode in (2, 3)

@@ -1,6 +1,7 @@
+import json
+
 import sqlalchemy as sa
 
-from halomem.audit.log import fields
 from tests.conftest import count
 
 
@@ -14,7 +15,9 @@ def test_every_write_and_search_is_audited_and_chain_verifies(kernel):
     _seed(kernel)
     rows = kernel.audit_tail(50)
     assert [r.action for r in rows] == ["remember"] * 5 + ["search"]
-    assert rows[-1].detail.startswith("search ok returned=5 tokens=") and fields(rows[-1].detail)["driver"] == "fusion"  # the default policy
+    assert rows[-1].outcome == "ok" and rows[-1].fields["returned"] == 5
+    assert rows[-1].fields["driver"] == "fusion"  # the default policy
+    assert rows[-1].detail.startswith("search ok returned=5 tokens=")  # the same record, one line for people
     assert [r.seq for r in rows] == list(range(1, 7))
     assert all(rows[i].prev_hash == rows[i - 1].hash for i in range(1, 6))
     assert kernel.audit_verify().ok
@@ -23,7 +26,7 @@ def test_every_write_and_search_is_audited_and_chain_verifies(kernel):
 def test_raw_sql_update_is_detected_at_that_row(kernel):
     _seed(kernel)
     with kernel.engine.begin() as conn:
-        conn.execute(sa.text("UPDATE audit_log SET detail = 'nothing to see' WHERE seq = 3"))
+        conn.execute(sa.text("UPDATE audit_log SET fields = '{\"outcome\": \"ok\"}' WHERE seq = 3"))
     result = kernel.audit_verify()
     assert not result.ok and result.first_bad_seq == 3 and "altered" in result.reason
 
@@ -42,8 +45,9 @@ def test_rehashed_forgery_still_breaks_the_next_link(kernel):
 
     with kernel.engine.begin() as conn:
         r = conn.execute(sa.text("SELECT * FROM audit_log WHERE seq = 2")).one()
-        forged = row_hash(r.prev_hash, r.seq, r.at, r.actor_ns, r.action, "forged", r.request_id)
-        conn.execute(sa.text("UPDATE audit_log SET detail='forged', hash=:h WHERE seq=2"), {"h": forged})
+        forged = row_hash(r.prev_hash, r.seq, r.at, r.actor_ns, r.action, {"outcome": "forged"}, r.request_id)
+        conn.execute(sa.text("UPDATE audit_log SET fields='{\"outcome\": \"forged\"}', hash=:h WHERE seq=2"),
+                     {"h": forged})
     result = kernel.audit_verify()
     assert not result.ok and result.first_bad_seq == 3
 
@@ -56,9 +60,10 @@ def test_cli_audit_verify_exit_code_names_row(kernel, cli):
     proc = cli("audit", "verify")
     assert proc.returncode == 9
     assert proc.stderr.strip() == "halomem: integrity error: audit chain broken at row 4: row 4 was altered (hash mismatch)"
-    details = [r.detail for r in kernel.audit_tail(2)]  # each verify is a request with its own row
+    records = [r.fields for r in kernel.audit_tail(2)]  # each verify is a request with its own row
     assert count(kernel, "SELECT count(*) FROM audit_log") == 6 + 2
-    assert details[0] == "audit ok verified=True rows=6" and details[1].startswith("audit ok verified=False")
+    assert records[0] == {"outcome": "ok", "verified": True, "rows": 6}
+    assert records[1]["verified"] is False
 
 
 # --- truncation and rewriting, caught by heads kept outside the database ---------------------------
@@ -83,9 +88,10 @@ def test_rewriting_the_newest_row_is_caught(kernel):
     _recorded(kernel)
     with kernel.engine.begin() as conn:  # a consistent forgery of the last row: the chain itself verifies
         r = conn.execute(sa.text("SELECT * FROM audit_log WHERE seq = 6")).one()
-        forged = row_hash(r.prev_hash, r.seq, r.at, r.actor_ns, r.action, "search ok returned=0", r.request_id)
-        conn.execute(sa.text("UPDATE audit_log SET detail = 'search ok returned=0', hash = :h WHERE seq = 6"),
-                     {"h": forged})
+        forged = row_hash(r.prev_hash, r.seq, r.at, r.actor_ns, r.action, {"outcome": "ok", "returned": 0},
+                          r.request_id, r.principal)
+        conn.execute(sa.text("UPDATE audit_log SET fields = '{\"outcome\": \"ok\", \"returned\": 0}', hash = :h"
+                             " WHERE seq = 6"), {"h": forged})
     result = kernel.audit_verify()
     assert not result.ok and result.first_bad_seq == 6 and "rewritten" in result.reason
 
@@ -97,10 +103,10 @@ def test_rewriting_the_whole_chain_is_caught(kernel):
     with kernel.engine.begin() as conn:
         prev = GENESIS
         for r in conn.execute(sa.text("SELECT * FROM audit_log ORDER BY seq")).all():
-            detail = r.detail + " (edited)"
-            digest = row_hash(prev, r.seq, r.at, r.actor_ns, r.action, detail, r.request_id, r.principal)
-            conn.execute(sa.text("UPDATE audit_log SET detail = :d, prev_hash = :p, hash = :h WHERE seq = :s"),
-                         {"d": detail, "p": prev, "h": digest, "s": r.seq})
+            record = {**r.fields, "edited": True}
+            digest = row_hash(prev, r.seq, r.at, r.actor_ns, r.action, record, r.request_id, r.principal)
+            conn.execute(sa.text("UPDATE audit_log SET fields = CAST(:f AS jsonb), prev_hash = :p, hash = :h"
+                                 " WHERE seq = :s"), {"f": json.dumps(record), "p": prev, "h": digest, "s": r.seq})
             prev = digest
     result = kernel.audit_verify()
     assert not result.ok and "rewritten" in result.reason
@@ -115,7 +121,10 @@ def test_expect_head_and_json_fields(kernel, cli):
     data = json.loads(verified.stdout)
     head = f"{data['head_seq']}:{data['head_hash']}"
     assert cli("audit", "verify", "--expect-head", head).returncode == 0
-    (kernel.settings.home / "audit-heads.log").unlink()  # an attacker who also reached the home dir...
+    from halomem.audit.heads import FILES
+
+    for name in FILES:  # an attacker who also reached the home dir...
+        (kernel.settings.home / name).unlink(missing_ok=True)
     with kernel.engine.begin() as conn:
         conn.execute(sa.text("DELETE FROM audit_log WHERE seq >= :s"), {"s": data["head_seq"]})
     refused = cli("audit", "verify", "--expect-head", head)  # ...is still caught by a head kept elsewhere

@@ -9,16 +9,16 @@ import sys
 import pytest
 
 JSON_KEYS = {
-    ("remember",): {"id", "namespace", "source", "request_id"},
-    ("supersede",): {"id", "namespace", "source", "request_id", "supersedes"},
+    ("remember",): {"id", "namespace", "source", "request_id", "status", "similar"},
+    ("supersede",): {"id", "namespace", "source", "request_id", "supersedes", "status", "similar"},
     ("erase",): {"erased", "namespace", "request_id", "purged", "purge_not_done"},
     ("search",): {"query", "namespace", "driver", "requested_driver", "fallback", "request_id", "tokens", "dropped", "as_of",
                   "elapsed_ms", "hits"},
-    ("ingest",): {"written", "namespace", "ids", "unchanged", "superseded", "request_id", "skipped"},
+    ("ingest",): {"written", "namespace", "ids", "unchanged", "superseded", "request_id", "skipped", "items"},
     ("entity", "add"): {"id", "name", "aliases", "linked", "namespace", "request_id"},
     ("concept", "put"): {"path", "namespace", "ref", "request_id"},
-    ("policy", "set"): {"retriever", "namespace", "from"},
-    ("policy", "show"): {"retriever", "namespace", "from"},
+    ("policy", "set"): {"retriever", "consolidate", "namespace", "from", "origins"},
+    ("policy", "show"): {"retriever", "consolidate", "namespace", "from", "origins"},
     ("policy", "clear"): {"namespace", "cleared"},
     ("audit", "verify"): {"ok", "rows", "first_bad_seq", "reason", "head_seq", "head_hash"},
     ("token", "create"): {"id", "token", "namespace", "scopes", "expires_at", "name"},
@@ -55,7 +55,7 @@ def test_every_command_has_its_json_shape(cli, tmp_path):
             assert set(data) == JSON_KEYS[command], (command, sorted(data))
     hit = shapes[("search",)]["hits"][0]
     assert set(hit) == {"rank", "score", "tier", "ref", "id", "namespace", "source", "content", "token_estimate",
-                         "valid_from"}
+                         "valid_from", "provenance", "speaker", "session", "said_at"}
     assert isinstance(run("history", "--ns", "acme/eng", made["id"]), list)
     assert isinstance(run("concept", "search", "--ns", "acme/eng", "deploys"), list)
     assert isinstance(run("entity", "list", "--ns", "acme"), list)

@@ -149,7 +149,7 @@ def test_every_page_in_a_real_browser_shows_stored_text_literally(browser_page, 
 
     assert page.evaluate("window.pwned") is None and not problems and not outside, (problems, outside)
     with kernel.engine.connect() as conn:  # the console's calls went through the pipeline: audited, by the admin
-        rows = conn.exec_driver_sql("SELECT action, detail, principal FROM audit_log WHERE action IN "
+        rows = conn.exec_driver_sql("SELECT action, fields::text AS detail, principal FROM audit_log WHERE action IN "
                                     "('replay', 'token', 'namespaces')").all()
     by_console = {r.action for r in rows if r.principal}  # the tokens the test made are the operator's
     assert by_console == {"replay", "token", "namespaces"}
@@ -168,3 +168,72 @@ def test_a_read_or_write_token_cannot_open_the_console(browser_page, api_server,
     # the refused calls are the browser's own "failed to load" lines; nothing else may be logged
     problems[:] = [p for p in problems if "401" not in p and "403" not in p]
     assert not problems, problems
+
+
+def test_a_session_ends_when_it_ends_and_the_next_admin_finds_nothing_of_it(browser_page, api_server, kernel):
+    """Sign in as acme/eng's admin, act on every page, sign out; sign in on the same tab as a
+    sibling's admin: no minted secret, hit, replay, sighting or typed value of the first is left."""
+    page, problems, _ = browser_page
+    secret_fact = kernel.remember("acme/eng", "The eng vault code word is heliotrope").id
+    kernel.search("acme/eng", "vault code word")
+    eng_admin = make_token(kernel, "acme/eng", "read,write,admin")
+    sales_admin = make_token(kernel, "acme/sales", "read,write,admin")
+    _sign_in(page, api_server.url, eng_admin)
+    expect(page.locator("#who")).to_contain_text("admin of acme/eng")
+    page.click("nav button[data-page=memories]")
+    page.fill("#query", "vault code word")
+    page.press("#query", "Enter")
+    expect(page.locator("#hits")).to_contain_text("heliotrope")
+    page.click(f"#hits button:text('{secret_fact}')")
+    expect(page.locator("#timeline")).to_contain_text("heliotrope")
+    page.click("nav button[data-page=audit]")
+    page.fill("#whosaw-id", secret_fact)
+    page.press("#whosaw-id", "Enter")
+    expect(page.locator("#sightings tbody tr")).not_to_have_count(0)
+    page.locator("#audit button", has_text="Replay").first.click()
+    expect(page.locator("#replay")).to_contain_text("search")
+    page.click("nav button[data-page=tokens]")
+    page.fill("#mint-ns", "acme/eng")
+    page.fill("#mint-name", "minted-by-eng")
+    page.press("#mint-name", "Enter")
+    expect(page.locator("#minted")).to_have_text(re.compile(r"^hm_"))
+    minted = page.inner_text("#minted")
+    page.click("#signout")
+    expect(page.locator("#signin")).to_be_visible()
+    assert page.evaluate("document.body.innerText").count("heliotrope") == 0
+    page.wait_for_load_state()
+    page.fill("#token", sales_admin)  # the same tab, no navigation of the test's own
+    page.press("#token", "Enter")
+    expect(page.locator("#who")).to_contain_text("admin of acme/sales")
+    for name in PAGES:  # every page, as the new admin sees it before acting
+        page.click(f"nav button[data-page={name}]")
+        html = page.content()
+        for trace in ("heliotrope", minted, secret_fact, "minted-by-eng", eng_admin):
+            assert trace not in html, (name, trace)
+        assert page.input_value("#query") == "" and page.input_value("#whosaw-id") == ""
+    assert page.evaluate("document.cookie") == "" and page.evaluate("window.sessionStorage.length") == 0
+    assert not [p for p in problems if "401" not in p and "403" not in p], problems
+
+
+def test_every_console_answer_carries_its_policy_and_no_redirect_follows_the_host_header(api_server, kernel):
+    import httpx2
+
+    admin = make_token(kernel, "acme", "read,admin")
+    with httpx2.Client(base_url=api_server.url, follow_redirects=False) as http:
+        answers = [http.get("/console"), http.get("/console/"), http.get("/console/nothing.js"),
+                   http.get("/console/console.js"), http.post("/console"), http.delete("/console/console.css"),
+                   http.get("/console/%00"), http.get("/console/", headers={"Host": "evil.example"}),
+                   http.get("/console?x=%ff"), http.request("OPTIONS", "/console")]
+        for r in answers:
+            assert r.headers.get("content-security-policy", "").startswith("default-src 'none'"), (r.url, r.status_code)
+            assert r.headers.get("x-frame-options") == "DENY" and r.headers.get("x-content-type-options") == "nosniff"
+            assert "frame-ancestors 'none'" in r.headers["content-security-policy"]
+            assert "evil.example" not in r.headers.get("location", "") and r.status_code < 500
+            assert not 300 <= r.status_code < 400, (r.url, r.status_code, r.headers.get("location"))
+        api = [http.get("/v1/whoami", headers={"Authorization": f"Bearer {admin}"}), http.get("/v1/whoami"),
+               http.post("/v1/tokens/acme", headers={"Authorization": f"Bearer {admin}"}, json={"name": "n"}),
+               http.get("/v1/nowhere", headers={"Authorization": f"Bearer {admin}"}), http.get("/healthz"),
+               http.post("/mcp", json={})]
+        for r in api:
+            assert r.headers.get("cache-control") == "no-store", (r.url, r.status_code)
+        assert api[2].status_code == 201 and api[2].json()["token"].startswith("hm_")

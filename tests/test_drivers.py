@@ -9,7 +9,6 @@ from halomem.drivers.view import admitted_refs, build_scoped_view
 from halomem.errors import DriverError, InvalidInputError
 from halomem.index import Scope
 from halomem.types import Namespace, RetrieverQuery, ScoredRef, estimate_tokens
-from halomem.audit.log import fields
 
 DRIVERS = ("baseline", "fusion", "graph", "keyword")
 
@@ -161,8 +160,8 @@ def test_unavailable_driver_falls_back_to_baseline_and_is_audited(kernel, corpus
         result = kernel.search("acme/eng", "accordion")
     assert result.driver == "baseline" and result.fallback == "flaky->baseline" and result.hits
     tail = kernel.audit_tail(2)
-    assert tail[0].action == "fallback" and tail[0].detail.startswith("driver_fallback=flaky->baseline")
-    assert tail[1].detail.startswith("search ok") and fields(tail[1].detail)["driver"] == "baseline"
+    assert tail[0].action == "fallback" and tail[0].fields["driver"] == "flaky"
+    assert tail[1].outcome == "ok" and tail[1].fields["driver"] == "baseline"
     assert tail[0].request_id == tail[1].request_id
     assert "driver_fallback=flaky->baseline" in caplog.text
 
@@ -171,7 +170,8 @@ def test_other_driver_exception_fails_request_clearly(kernel, corpus):
     kernel.registry.mount(_Broken())
     with pytest.raises(DriverError, match="driver 'broken' failed: KeyError"):
         kernel.search("acme/eng", "accordion", driver="broken")
-    assert kernel.audit_tail(1)[0].detail.startswith("search failed driver=broken")
+    failed = kernel.audit_tail(1)[0]
+    assert (failed.action, failed.outcome, failed.fields["driver"]) == ("search", "failed", "broken")
 
 
 def test_unmounted_policy_driver_serves_baseline_with_warning(kernel, corpus, caplog):
@@ -182,7 +182,7 @@ def test_unmounted_policy_driver_serves_baseline_with_warning(kernel, corpus, ca
         result = kernel.search("acme/eng", "accordion")
     assert result.driver == "baseline" and result.requested_driver == "nonexistent"
     assert "not mounted" in caplog.text
-    assert kernel.audit_tail(2)[0].detail == "driver_fallback=nonexistent->baseline reason=unmounted"
+    assert kernel.audit_tail(2)[0].fields == {"outcome": "to-baseline", "driver": "nonexistent", "reason": "unmounted"}
     with pytest.raises(InvalidInputError, match="unknown driver"):
         kernel.search("acme/eng", "accordion", driver="nonexistent")
 
@@ -195,8 +195,8 @@ def test_refs_not_admitted_are_dropped_and_content_comes_from_kernel(kernel, cor
     result = kernel.search("acme/eng", "anything", driver="smuggler")
     assert [h.ref for h in result.hits] != [] and sibling not in {h.ref for h in result.hits}
     assert result.dropped == 1 and result.hits[0].content != "forged content"
-    found = fields(kernel.audit_tail(1)[0].detail)
-    assert (found["driver"], found["dropped"]) == ("smuggler", "1")
+    found = kernel.audit_tail(1)[0].fields
+    assert (found["driver"], found["dropped"]) == ("smuggler", 1)
 
 
 def test_entry_point_drivers_are_mounted(kernel, tmp_path, monkeypatch):
@@ -223,7 +223,7 @@ def test_entry_point_drivers_are_mounted(kernel, tmp_path, monkeypatch):
     assert served.driver == "echoer" and served.fallback is None and served.hits == []
     broken = kernel.search("acme", "fact", driver="broken")  # cannot load: baseline answers, audited
     assert broken.fallback == "broken->baseline" and broken.hits
-    assert "did not load in its sandbox" in kernel.audit_tail(5, "fallback")[-1].detail
+    assert "did not load in its sandbox" in kernel.audit_tail(5, "fallback")[-1].fields["reason"]
 
 
 @pytest.mark.parametrize("query", ["", "  \n ", "nul\x00byte", "bell\x07", "x" * 4097])

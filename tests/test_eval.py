@@ -76,8 +76,8 @@ def test_eval_finds_the_better_arm_and_its_intervals_cover_the_truth(kernel, org
             means = values[picks].mean(axis=1)
             assert report.by_name(name).means[metric].low == pytest.approx(np.percentile(means, 2.5))
     with kernel.engine.connect() as conn:
-        rows = conn.exec_driver_sql("SELECT action, detail FROM audit_log WHERE action IN ('eval', 'search')").all()
-    assert [tuple(r) for r in rows] == [("eval", "eval ok")]  # read-only: no search rows, nothing seen
+        rows = conn.exec_driver_sql("SELECT action, fields FROM audit_log WHERE action IN ('eval', 'search')").all()
+    assert [tuple(r) for r in rows] == [("eval", {"outcome": "ok"})]  # read-only: no search rows, nothing seen
 
 
 def test_eval_reads_one_instant_and_refuses_what_cannot_be_scored(kernel, org):

@@ -37,3 +37,36 @@ def test_a_paraphrase_clears_the_floor_with_the_default_embedder() -> None:
     memory, question = embedder.embed(["On-call rotation for the platform team is weekly.",
                                        "who is woken up at night when production breaks"])
     assert sum(a * b for a, b in zip(memory, question)) >= noise_floor(embedder)
+
+
+SIBLING = ["The Q3 sales pipeline is worth four million euros.", "Globex renewed its contract for two years.",
+           "The EMEA sales kickoff is in Lisbon this year."]
+NOTHING_HERE = ("flibbertigibbet wombat quux", "the of and is what", "who is it")  # nonsense, stop words alone
+SIBLINGS_TOPICS = ("where is the sales kickoff", "did Globex renew the contract", "how long did Globex sign for",
+                   "which city hosts the EMEA kickoff")
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_nonsense_and_stop_words_alone_get_no_hits(kernel, driver: str) -> None:
+    for text in MEMORIES:
+        kernel.remember("acme/eng", text)
+    for query in NOTHING_HERE:
+        assert kernel.search("acme/eng", query, driver=driver, k=10).hits == [], (driver, query)
+
+
+def test_a_topic_only_a_sibling_holds_gets_no_hits_with_the_default_embedder(tmp_path) -> None:
+    """Round 2 of the attack: what only acme/sales holds, asked from acme/eng, and nonsense, answer
+    nothing from any shipped driver (keyword padded with rows that shared "the" and "is"), while
+    acme/sales itself finds its row."""
+    from halomem.bench.harness import ephemeral_kernel
+
+    with ephemeral_kernel("default") as kernel:
+        for text in MEMORIES:
+            kernel.remember("acme/eng", text)
+        for text in SIBLING:
+            kernel.remember("acme/sales", text)
+        for driver in DRIVERS:
+            for query in (*SIBLINGS_TOPICS, *NOTHING_HERE):
+                assert kernel.search("acme/eng", query, driver=driver, k=10).hits == [], (driver, query)
+            found = kernel.search("acme/sales", "did Globex renew the contract", driver=driver).hits
+            assert found and found[0].content == "Globex renewed its contract for two years.", driver

@@ -52,5 +52,5 @@ def test_erase_purge_does_what_the_role_may_and_says_what_it_could_not(external)
     assert again.returncode == 0 and "already erased" in again.stderr
     with sa.create_engine(server.owner_url).connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM memories WHERE content LIKE '%PurgeCanary%'")).scalar() == 0
-        purge_rows = conn.execute(sa.text("SELECT detail FROM audit_log WHERE action = 'purge'")).scalars().all()
-    assert len(purge_rows) == 2 and all("skipped=1" in d for d in purge_rows)
+        purge_rows = conn.execute(sa.text("SELECT fields FROM audit_log WHERE action = 'purge'")).scalars().all()
+    assert len(purge_rows) == 2 and all(f["skipped"] == 1 for f in purge_rows)

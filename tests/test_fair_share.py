@@ -42,7 +42,7 @@ def test_a_principal_over_its_share_waits_for_its_turn_and_others_do_not():
         return order
 
     assert run(scenario()) == ["globex admitted", "p1 third admitted"]
-    assert admission.held() == {"p:p1": 2, "o:acme": 2, "p:p9": 1, "o:globex": 1}
+    assert admission.held() == {"p:p1": 2, "o:acme": 2, "p:p9": 1, "o:globex": 1, "s:": 3}
 
 
 def test_an_organisation_share_binds_all_its_principals_and_a_wait_ends_in_429():
@@ -78,7 +78,7 @@ def test_size_is_weight_but_never_more_than_a_share_and_waiting_is_bounded():
         await asyncio.wait_for(waiter, 1.0)
 
     run(scenario())
-    assert admission.held() == {"p:p": 1, "o:o": 1}
+    assert admission.held() == {"p:p": 1, "o:o": 1, "s:": 1}
 
 
 def test_a_server_keeps_one_principal_to_its_share_over_rest_and_mcp(api_server, kernel):
@@ -209,3 +209,84 @@ def test_bulk_work_pauses_between_chunks_while_another_caller_is_served():
     assert out == ["0", "1", "2", "3", "4"] and max(chunks) <= CHUNK_TEXTS
     assert len(calls) == len(chunks) - 1  # a pause between two chunks, never before the first
     assert embed_in_chunks(lambda texts: [len(texts)], ["a", "b", "c"]) == [3]  # no pause to take: one call
+
+
+def test_tokens_a_principal_mints_share_its_share_and_its_rate(api_server, kernel):
+    """A principal that mints child tokens does not multiply its share: a maximal batch of the root
+    holds the share its children would use (429 for them), their requests draw on one bucket, and a
+    caller of another lineage is served meanwhile."""
+    root = make_token(kernel, "acme/eng", "read,write,admin")
+    other = make_token(kernel, "acme/eng", "read")  # the same namespace, its own lineage
+    kernel.remember("acme/eng", "The acme badge office opens at nine")
+    server = start_server(api_server.env, "--rate-limit", "0", "--in-flight", "1", "--org-in-flight", "4",
+                          "--share-wait", "0.3", "--audit-heads-every", "0")
+    try:
+        children = []
+        for i in range(3):
+            made = httpx2.post(server.url + "/v1/tokens/acme/eng", headers=bearer(root),
+                               json={"name": f"child-{i}", "scopes": ["read", "write"]})
+            assert made.status_code == 201
+            children.append(made.json()["token"])
+        grandchild = httpx2.post(server.url + "/v1/tokens/acme/eng", headers=bearer(children[0]),
+                                 json={"name": "grandchild", "scopes": ["read"]})
+        assert grandchild.status_code == 403  # a write token cannot mint; the lineage is the admin's
+        batch = {"memories": [{"content": f"batch {i} " + "lorem ipsum dolor " * (MAX_CONTENT_CHARS // 19)}
+                              for i in range(MAX_BATCH)]}
+        answers: dict[str, int] = {}
+        writer = threading.Thread(target=lambda: answers.update(batch=httpx2.post(
+            server.url + "/v1/memories:batch", json=batch, headers=bearer(children[2]), timeout=300).status_code))
+        writer.start()
+        refused, served = [], []
+        deadline = time.monotonic() + 120
+        while writer.is_alive() and time.monotonic() < deadline and not (len(refused) >= 2 and served):
+            for child in (root, children[0], children[1]):
+                r = httpx2.post(server.url + "/v1/search", json={"query": "badge"}, headers=bearer(child))
+                if r.status_code == 429:
+                    refused.append(r)
+            if refused and not served:
+                served.append(httpx2.post(server.url + "/v1/search", json={"query": "badge office"},
+                                          headers=bearer(other)))
+        writer.join(timeout=300)
+    finally:
+        server.stop()
+    assert answers.get("batch") == 201
+    assert len(refused) >= 2 and all(r.headers["retry-after"] for r in refused)
+    assert served and served[0].status_code == 200 and served[0].json()["hits"]
+    with_bucket = start_server(api_server.env, "--rate-limit", "1", "--burst", "2", "--audit-heads-every", "0")
+    try:
+        statuses = [httpx2.get(with_bucket.url + "/v1/whoami", headers=bearer(t)).status_code
+                    for t in (root, *children)]
+    finally:
+        with_bucket.stop()
+    assert statuses.count(429) >= 2, statuses  # four tokens of one lineage, one bucket of two
+
+
+def test_no_standing_mcp_streams_are_offered(api_server, kernel):
+    token = make_token(kernel, "acme/eng", "read")
+    headers = {**bearer(token), "Accept": "text/event-stream"}
+    with httpx2.Client(base_url=api_server.url, timeout=10) as http:
+        for method in ("GET", "DELETE"):
+            answered = [http.request(method, "/mcp", headers=headers) for _ in range(20)]
+            assert {r.status_code for r in answered} == {405}
+            assert all(r.headers["allow"] == "POST" and r.headers["content-type"].startswith("application/problem")
+                       for r in answered)
+        listed = http.post("/mcp", headers={**bearer(token), "Accept": "application/json, text/event-stream"},
+                           json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert listed.status_code == 200 and listed.json()["result"]["tools"]
+
+
+def test_the_server_keeps_a_reserve_however_many_organisations_call():
+    """Every caller together holds at most ``per_server`` units: the rest of the database pool stays
+    for the server's own work, whatever the number of principals and organisations."""
+    admission = Admission(Shares(per_principal=1, per_org=1, per_server=3, wait=0.1))
+
+    async def scenario() -> None:
+        for org in ("a", "b", "c"):
+            await admission.admit(f"p-{org}", org, 1, asyncio.sleep)
+        with pytest.raises(RateLimitedError):
+            await admission.admit("p-d", "d", 1, asyncio.sleep)  # a fourth organisation waits, then 429
+        admission.release("p-a", "a", 1)
+        await admission.admit("p-d", "d", 1, asyncio.sleep)
+
+    run(scenario())
+    assert admission.held()["s:"] == 3

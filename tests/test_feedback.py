@@ -7,7 +7,6 @@ import json
 
 import httpx2
 
-from halomem.audit.log import fields
 from tests.conftest import make_token
 from tests.mcp_client import McpSession
 from tests.serving import bearer
@@ -51,11 +50,11 @@ def test_feedback_only_on_what_was_returned_to_the_caller(api_server, kernel):
     assert give(make_token(kernel, "acme", "admin"), found["request_id"], mine, "wrong").status_code == 201
     assert give(make_token(kernel, "acme/sales", "admin"), found["request_id"], mine).status_code == 404
     with kernel.engine.connect() as conn:
-        rows = conn.exec_driver_sql("SELECT detail FROM audit_log WHERE action = 'feedback' ORDER BY seq").scalars().all()
-    accepted = [fields(r) for r in rows if r.startswith("feedback ok")]
-    assert [(f["ref"], f["verdict"], f["note"]) for f in accepted] == [(mine, "helpful", "yes"), (mine, "wrong", "no")]
-    assert not any("needed" in r for r in rows)  # the note is user data: never in the chain
-    assert sum(r.startswith("feedback refused kind=not-found") for r in rows) == 6
+        rows = conn.exec_driver_sql("SELECT fields FROM audit_log WHERE action = 'feedback' ORDER BY seq").scalars().all()
+    accepted = [f for f in rows if f["outcome"] == "ok"]
+    assert [(f["ref"], f["verdict"], f["note"]) for f in accepted] == [(mine, "helpful", True), (mine, "wrong", False)]
+    assert not any("needed" in json.dumps(r) for r in rows)  # the note is user data: never in the chain
+    assert sum(r == {"outcome": "refused", "kind": "not-found"} for r in rows) == 6
     assert kernel.audit_verify().ok
 
 
@@ -81,3 +80,33 @@ def test_feedback_over_mcp_and_cli_and_its_note_is_erased_with_the_memory(api_se
     with kernel.engine.connect() as conn:
         kept = conn.exec_driver_sql("SELECT verdict, note FROM feedback ORDER BY id").all()
     assert [tuple(r) for r in kept] == [("not-helpful", None), ("wrong", None)]  # verdicts stay, notes go
+
+
+def test_no_feedback_on_an_erased_memory_and_one_verdict_per_principal_counts(api_server, kernel):
+    from halomem.ops import for_operator
+
+    kernel.set_policy("acme/eng", {"ab_test": {"a": "baseline", "b": "keyword", "pct_b": 50}})
+    fact = kernel.remember("acme/eng", "The release checklist lives in the wiki under ops/release").id
+    doomed = kernel.remember("acme/eng", "The release freeze starts on the 15th").id
+    token = make_token(kernel, "acme/eng", "read")
+    url = api_server.url + "/v1/feedback"
+    found = _search(api_server.url, token, "release checklist freeze")
+    assert {fact, doomed} <= {h["id"] for h in found["hits"]}
+    kernel.erase("acme/eng", doomed, reason="wrong")
+    late = httpx2.post(url, headers=bearer(token), json={"request_id": found["request_id"], "ref": doomed,
+                                                        "verdict": "wrong", "note": "it quoted the 15th"})
+    never = httpx2.post(url, headers=bearer(token), json={"request_id": found["request_id"], "ref": "m_" + "0" * 20,
+                                                         "verdict": "wrong"})
+    assert late.status_code == never.status_code == 404
+    assert late.json()["detail"].replace(doomed, "X") == never.json()["detail"].replace("m_" + "0" * 20, "X")
+    with kernel.engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM feedback").scalar() == 0
+    # one principal saying the same 40 times counts once: the latest verdict per request, ref, principal
+    for i in range(40):
+        assert httpx2.post(url, headers=bearer(token), json={"request_id": found["request_id"], "ref": fact,
+                                                             "verdict": "not-helpful" if i < 39 else "helpful"}
+                           ).status_code == 201
+    report = for_operator(kernel, "acme/eng").policy_report(7)
+    arm = next(a for a in report["arms"] if a["driver"] == found["driver"])
+    assert (arm["feedback"], arm["helpful"]) == (1, 1)
+    assert report["repeated_feedback_ignored"] == 39

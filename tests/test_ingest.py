@@ -162,7 +162,8 @@ def test_keyed_ingest_is_idempotent_and_supersedes_changed_keys(kernel, tmp_path
     first = json.loads(cli("ingest", "--ns", "acme", str(nightly), "--json").stdout)
     assert first["written"] == 3 and first["unchanged"] == [] and first["superseded"] == []
     again = json.loads(cli("ingest", "--ns", "acme", str(nightly), "--json").stdout)
-    assert again["unchanged"] == first["ids"][:2] and again["written"] == 1  # only the unkeyed line again
+    assert again["unchanged"] == first["ids"] and again["written"] == 0  # the unkeyed line's text is live too
+    assert [i["status"] for i in again["items"]] == ["unchanged"] * 3
     lines[1]["content"] = "On-call hands over on Tuesdays"
     nightly.write_text("\n".join(json.dumps(x) for x in lines[:2]) + "\n", encoding="utf-8")
     changed = json.loads(cli("ingest", "--ns", "acme", str(nightly), "--json").stdout)

@@ -2,7 +2,6 @@ import pytest
 
 from halomem.errors import InvalidInputError
 from halomem.policy import ABTest, choose_driver, fnv1a32, parse_policy
-from halomem.audit.log import fields
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -54,4 +53,4 @@ def test_search_routes_by_policy_and_ab_arm(kernel):
     for q in ("widgets", "routing widgets", "fact about widgets", "widget routing fact"):
         expected = choose_driver(kernel.effective_policy("acme"), q)
         assert kernel.search("acme", q).driver == expected
-        assert fields(kernel.audit_tail(1)[0].detail)["driver"] == expected
+        assert kernel.audit_tail(1)[0].fields["driver"] == expected

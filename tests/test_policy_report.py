@@ -3,7 +3,6 @@ from the audit rows and the feedback table, and the verdict follows the evidence
 from __future__ import annotations
 
 import json
-import re
 import statistics
 
 import pytest
@@ -35,17 +34,17 @@ def _run(kernel, searches: int, helpful_b: float, helpful_a: float) -> None:  # 
 
 def _recompute(kernel) -> dict:  # noqa: ANN001
     with kernel.engine.connect() as conn:
-        rows = conn.exec_driver_sql("SELECT seq, detail FROM audit_log WHERE action = 'search' AND detail LIKE"
-                                    " 'search ok%%'").all()
+        rows = conn.exec_driver_sql("SELECT seq, fields FROM audit_log WHERE action = 'search'"
+                                    " AND fields->>'outcome' = 'ok'").all()
         fb = conn.exec_driver_sql("SELECT seq, verdict FROM feedback").all()
     arms: dict[str, dict] = {}
-    for seq, detail in rows:
-        requested = re.search(r" requested=(\S+)", detail).group(1)
+    for seq, f in rows:
+        requested = f["requested"]
         arm = arms.setdefault(requested, {"searches": 0, "fallbacks": 0, "empty": 0, "ms": [], "fb": 0, "helpful": 0})
         arm["searches"] += 1
-        arm["fallbacks"] += re.search(r" driver=(\S+)", detail).group(1) != requested
-        arm["empty"] += " returned=0 " in detail
-        arm["ms"].append(float(re.search(r" ms=([0-9.]+)", detail).group(1)))
+        arm["fallbacks"] += f["driver"] != requested
+        arm["empty"] += f["returned"] == 0
+        arm["ms"].append(f["ms"])
         for s, v in fb:
             if s == seq:
                 arm["fb"] += 1
@@ -88,9 +87,9 @@ def test_a_shadow_arm_runs_beside_the_answer_and_is_only_recorded(kernel, cli):
     results = [kernel.search(NS, f"restart the proxy {i}") for i in range(6)]
     assert {r.driver for r in results} == {"baseline"} and all(r.hits[0].id == fact for r in results)
     with kernel.engine.connect() as conn:
-        rows = conn.exec_driver_sql("SELECT detail FROM audit_log WHERE action = 'search'").scalars().all()
+        rows = conn.exec_driver_sql("SELECT fields FROM audit_log WHERE action = 'search'").scalars().all()
         seen = conn.exec_driver_sql("SELECT count(*) FROM search_seen").scalar()
-    assert all(" shadow=keyword " in r and f'"{fact}"' in r.split(" shadow_refs=")[1] for r in rows)
+    assert all(r["shadow"] == "keyword" and fact in [ref for _, _, ref, _ in r["shadow_refs"]] for r in rows)
     assert seen == len(results)  # the shadow's refs were handed to nobody: not "seen"
     report = for_operator(kernel, NS).policy_report(7)
     assert [(a["driver"], a["searches"]) for a in report["arms"]] == [("baseline", 6)] and "verdict" not in report
@@ -100,6 +99,6 @@ def test_a_shadow_arm_runs_beside_the_answer_and_is_only_recorded(kernel, cli):
     kernel.set_policy(NS, {"ab_test": {"a": "baseline", "b": "gone", "pct_b": 100, "shadow": True}},
                       allow_unmounted=True)
     assert kernel.search(NS, "restart the proxy").hits[0].id == fact  # an unmounted shadow harms nothing
-    assert "shadow_error=unmounted" in kernel.audit_tail(1)[0].detail
+    assert kernel.audit_tail(1)[0].fields["shadow_error"] == "unmounted"
     shown = cli("policy", "set", "--ns", NS, "--ab-a", "baseline", "--ab-b", "keyword", "--pct-b", "30", "--shadow")
     assert shown.returncode == 0 and "keyword runs beside it on 30%" in shown.stdout

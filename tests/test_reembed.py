@@ -210,3 +210,61 @@ def test_an_erase_during_a_reembed_batch_leaves_nothing_after_the_swap(store) ->
                                     " AND embedding IS NULL").scalar() == 0
         assert "secret" not in " ".join(r[0] for r in conn.exec_driver_sql("SELECT content FROM memories"))
     assert _cli(env, "audit", "verify").returncode == 0
+
+
+def test_every_memory_written_during_a_live_reembed_is_found_by_its_word(store) -> None:  # noqa: ANN001
+    """Round 2 of the attack: while a reembed runs, a server takes writes by every path (REST remember,
+    a batch, a keyed ingest, MCP); afterwards each is found by the one word only it holds."""
+    env, kernel = store
+    token = for_operator(kernel, "acme/ops").create_token(None, "race-writer", "read,write", None).token
+    server = start_server(env, "--rate-limit", "0", "--in-flight", "0", "--org-in-flight", "0")
+    written: list[tuple[str, str]] = []
+    stop = threading.Event()
+    mcp = {"Accept": "application/json, text/event-stream"}
+
+    def write(lane: int) -> None:
+        i = 0
+        with httpx2.Client(base_url=server.url, headers={**bearer(token), **mcp}, timeout=120) as http:
+            while not stop.is_set():
+                word = f"zephyr{lane}q{i}"
+                kind = (i + lane) % 4
+                if kind == 0:
+                    r = http.post("/v1/memories", json={"content": f"The codeword is {word}."})
+                    ids = [r.json()["id"]] if r.status_code == 201 else []
+                elif kind == 1:
+                    r = http.post("/v1/memories:batch", json={"memories": [{"content": f"Batch codeword {word}."}]})
+                    ids = r.json()["ids"] if r.status_code == 201 else []
+                elif kind == 2:
+                    r = http.post("/v1/memories:ingest", content=json.dumps(
+                        {"content": f"Ingested codeword {word}.", "key": word}).encode())
+                    ids = r.json()["ids"] if r.status_code == 201 else []
+                else:
+                    r = http.post("/mcp", json={"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+                        "name": "remember", "arguments": {"content": f"MCP codeword {word}."}}})
+                    result = r.json().get("result", {}) if r.status_code == 200 else {}
+                    ids = [result["structuredContent"]["id"]] if result and not result.get("isError") else []
+                assert ids, (kind, r.status_code, r.text[:300])
+                written.append((word, ids[0]))
+                i += 1
+
+    try:
+        writers = [threading.Thread(target=write, args=(lane,)) for lane in range(2)]
+        for t in writers:
+            t.start()
+        migrated = _cli(env, "reembed", "--embedder", "static", "--batch", "50", "--json")
+        time.sleep(0.3)  # writes after the swap too
+        stop.set()
+        for t in writers:
+            t.join(timeout=120)
+        assert migrated.returncode == 0, migrated.stderr
+        assert len(written) > 20
+        with httpx2.Client(base_url=server.url, headers=bearer(token), timeout=60) as http:
+            missing = [(word, memory_id) for word, memory_id in written
+                       if memory_id not in [h["id"] for h in http.post("/v1/search", json={"query": word, "k": 3})
+                                            .json()["hits"]]]
+    finally:
+        server.stop()
+    assert missing == []
+    with kernel.engine.connect() as conn:  # each in the new space
+        assert not conn.exec_driver_sql("SELECT count(*) FROM memories WHERE erased_at IS NULL AND embedding IS NULL"
+                                        ).scalar()

@@ -13,7 +13,6 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from halomem.audit.log import fields
 from halomem.db.external import ExternalPostgres
 from tests.mcp_client import McpSession
 from tests.serving import bearer, start_server
@@ -49,8 +48,8 @@ def token_for(env: dict, ns: str, scopes: str = "read,write") -> str:
 
 
 def served_by(primary: ExternalPostgres, request_id: str) -> str:
-    detail = primary.sql(f"SELECT detail FROM audit_log WHERE request_id = '{request_id}' AND action = 'search'")
-    return fields(str(detail))["db"]
+    return str(primary.sql(f"SELECT fields->>'db' FROM audit_log WHERE request_id = '{request_id}'"
+                           " AND action = 'search'"))
 
 
 def test_reads_use_the_replica_and_see_the_callers_own_writes_even_when_it_lags(cluster):

@@ -245,7 +245,7 @@ def test_hostile_cartridge_is_contained(kernel, tmp_path, world, trick):
     assert "LEAK" not in details, details
     assert world["canary"] not in details
     if result.fallback:
-        assert any(r.action == "fallback" and f"driver_fallback={driver.name}->baseline" in r.detail
+        assert any(r.action == "fallback" and r.fields["driver"] == driver.name
                    for r in kernel.audit_tail(5))
     # nothing written, nothing created, the kernel alive and fast to answer again
     assert count(kernel, "SELECT count(*) FROM memories") == memories_before
@@ -267,8 +267,8 @@ def test_blocked_tricks_say_why(kernel, tmp_path, world):
         driver = _mount(kernel, tmp_path, trick, TRICKS[trick], world)
         result = kernel.search("acme/eng", "staging", driver=driver.name)
         assert result.fallback == f"{driver.name}->baseline"
-        reason = kernel.audit_tail(3, "fallback")[-1].detail
-        assert f"reason={word}" in reason.replace("cartridge raised DriverUnavailableError: ", ""), (trick, reason)
+        reason = kernel.audit_tail(3, "fallback")[-1].fields["reason"]
+        assert reason.replace("cartridge raised DriverUnavailableError: ", "").startswith(word), (trick, reason)
         driver.close()
 
 
@@ -311,7 +311,7 @@ def test_worker_holds_no_connection_no_credentials_and_is_reused(kernel, tmp_pat
     driver = _mount(kernel, tmp_path, "introspect", body, world)
     kernel.search("acme/eng", "staging", driver=driver.name)
     kernel.search("acme/eng", "staging", driver=driver.name)
-    reasons = [r.detail for r in kernel.audit_tail(10, "fallback")]
+    reasons = [r.fields["reason"] for r in kernel.audit_tail(10, "fallback")]
     pids = {d.split(" pid ")[1].split()[0] for d in reasons}
     assert len(pids) == 1, "the worker was not reused"
     assert "HALOMEM" not in reasons[-1] and "DATABASE" not in reasons[-1]
@@ -322,7 +322,7 @@ def test_deadline_kills_the_worker_and_the_next_call_gets_a_fresh_one(kernel, tm
     started = time.monotonic()
     result = kernel.search("acme/eng", "staging", driver=driver.name)
     assert result.fallback and time.monotonic() - started < 10
-    assert "deadline passed" in kernel.audit_tail(3, "fallback")[-1].detail
+    assert "deadline passed" in kernel.audit_tail(3, "fallback")[-1].fields["reason"]
 
 
 @pytest.mark.skipif(bool(os.environ.get("HALOMEM_DATABASE_URL")), reason="the embedded server's own credentials")

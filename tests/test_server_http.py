@@ -39,7 +39,8 @@ def test_remember_and_search_shapes(api_server, kernel):
         assert set(result) >= {"hits", "driver", "requested_driver", "fallback", "request_id", "tokens"}
         hit = result["hits"][0]
         assert set(hit) == {"rank", "score", "tier", "ref", "id", "namespace", "source", "content", "token_estimate",
-                         "valid_from"}
+                         "valid_from", "provenance",
+                         "speaker", "session", "said_at"}
         assert hit["id"] == body["id"] and hit["content"] == "Deploys go through ArgoCD canaries"
 
 

@@ -15,7 +15,6 @@ from halomem.drivers.view import build_scoped_view
 from halomem.index import Scope
 from halomem.sidecar.server import SidecarServer
 from halomem.types import Namespace, RetrieverQuery
-from halomem.audit.log import fields
 from tests.sidecar_faults import FaultySidecar
 
 
@@ -48,7 +47,7 @@ def test_healthy_reference_sidecar(kernel, corpus):
         result = _search(kernel)
         assert result.driver == "mem0" and result.fallback is None
         assert result.hits[0].ref == corpus[0] and {h.ref for h in result.hits} <= set(corpus)
-        assert fields(kernel.audit_tail(1)[0].detail)["driver"] == "mem0"
+        assert kernel.audit_tail(1)[0].fields["driver"] == "mem0"
         health = json.loads(urllib.request.urlopen(server.url + "/healthz", timeout=2).read())
         assert health["ok"] and health["mode"] == "bm25s" and health["computed"] == 1
     finally:
@@ -92,8 +91,8 @@ def test_timeout_then_success_reuses_request_id_and_is_audited(kernel, corpus):
     assert result.driver == "mem0" and result.fallback is None and result.hits
     assert len(sidecar.request_ids) == 2 and sidecar.request_ids[0] == sidecar.request_ids[1]
     assert 1.4 < time.monotonic() - started < 3.0
-    detail = kernel.audit_tail(1)[0].detail
-    assert "driver=mem0" in detail and "attempt 1 failed (timed out after 1.5s)" in detail
+    record = kernel.audit_tail(1)[0].fields
+    assert record["driver"] == "mem0" and "attempt 1 failed (timed out after 1.5s)" in record["driver_warnings"]
 
 
 @pytest.mark.parametrize("modes,reason", [
@@ -110,8 +109,8 @@ def test_failures_on_both_attempts_fall_back_to_baseline(kernel, corpus, modes, 
     assert time.monotonic() - started < 4.5  # two attempts of 1.5 s at most, even for a trickling server
     assert result.driver == "baseline" and result.fallback == "mem0->baseline" and result.hits
     fallback, search = kernel.audit_tail(2)
-    assert fallback.action == "fallback" and fallback.detail.startswith("driver_fallback=mem0->baseline")
-    assert reason in fallback.detail and search.detail.startswith("search ok") and "driver=baseline" in search.detail
+    assert fallback.action == "fallback" and fallback.fields["driver"] == "mem0"
+    assert reason in fallback.fields["reason"] and search.outcome == "ok" and search.fields["driver"] == "baseline"
     assert len(set(sidecar.request_ids)) == 1 and len(sidecar.request_ids) == 2
 
 
@@ -120,7 +119,7 @@ def test_refs_outside_the_sent_set_are_dropped_and_warned(kernel, corpus):
         _mount(kernel, sidecar.url)
         result = _search(kernel)
     assert result.driver == "mem0" and "m_not_sent_to_me" not in {h.ref for h in result.hits} and result.hits
-    assert "returned 1 ref(s) it was not sent" in kernel.audit_tail(1)[0].detail
+    assert "returned 1 ref(s) it was not sent" in kernel.audit_tail(1)[0].fields["driver_warnings"]
 
 
 def test_server_killed_mid_request(kernel, corpus):
@@ -135,7 +134,7 @@ def test_server_killed_mid_request(kernel, corpus):
         proc.kill()
         proc.wait()
     assert result.driver == "baseline" and result.fallback == "mem0->baseline"
-    assert kernel.audit_tail(2)[0].detail.startswith("driver_fallback=mem0->baseline")
+    assert kernel.audit_tail(2)[0].fields["driver"] == "mem0" and kernel.audit_tail(2)[0].action == "fallback"
 
 
 def test_candidates_are_capped_and_content_comes_from_them(kernel):

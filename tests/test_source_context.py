@@ -31,6 +31,7 @@ def test_view_hands_drivers_the_source_of_every_row(kernel):
 
 def test_fusion_prefers_the_memory_whose_source_also_matches(kernel):
     ns = "acme/eng"
+    kernel.set_policy(ns, {"consolidate": "off"})  # the same text twice: two memories, on purpose here
     # two memories with the same text, so the same own score; only their sources differ
     in_context = kernel.remember(ns, "the vendor contract renews in March", source="thread:vendor-review").id
     alone = kernel.remember(ns, "the vendor contract renews in March", source="thread:lunch-orders").id

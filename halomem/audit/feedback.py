@@ -15,9 +15,11 @@ from sqlalchemy.engine import Connection
 
 from . import log as audit
 from ..auth.rights import Caller, may_judge
-from ..db.schema import audit_log, feedback, search_seen
+from ..db.schema import audit_log, feedback, memories, search_seen
 from ..errors import InvalidInputError, NotFoundError
+from ..index.acl import Scope, visible
 from ..limits import MAX_NOTE_CHARS, check_id, check_text
+from ..types import Namespace
 from ..results import Feedback
 
 VERDICTS = ("helpful", "not-helpful", "wrong")
@@ -42,14 +44,26 @@ def give(conn: Connection, caller: Caller, about: str, ref: str, verdict: str, n
         .where(audit_log.c.request_id == about, audit_log.c.action == "search",
                sa.or_(search_seen.c.ref == ref, search_seen.c.memory_id == ref))
         .order_by(audit_log.c.seq).limit(1)).first()
-    if found is None or not may_judge(caller, found.principal, found.actor_ns):
+    if found is None or not may_judge(caller, found.principal, found.actor_ns) \
+            or not _readable(conn, found.memory_id, found.actor_ns):
         raise NotFoundError(f"no ref {ref!r} was returned to you in request {about!r}")
     row = conn.execute(feedback.insert().values(
         seq=found.seq, ref=found.ref, memory_id=found.memory_id, namespace=found.actor_ns,
         principal=caller.principal_id, verdict=verdict, note=note).returning(feedback.c.id, feedback.c.at)).one()
-    audit.append(conn, found.actor_ns, "feedback", f"feedback ok id={row.id} of={found.seq} ref={found.ref}"
-                 f" verdict={verdict} note={'yes' if note else 'no'}", request_id)
+    audit.append(conn, found.actor_ns, "feedback", {"outcome": "ok", "id": int(row.id), "of": found.seq,
+                                                    "ref": found.ref, "verdict": verdict, "note": bool(note)}, request_id)
     return Feedback(int(row.id), about, found.ref, found.memory_id, found.actor_ns, verdict, note, row.at.isoformat())
+
+
+def _readable(conn: Connection, memory_id: str | None, search_namespace: str) -> bool:
+    """Whether the memory a ref names is still readable from the namespace that searched (current or
+    superseded, never erased): feedback on anything else is refused like any unknown ref, so no note
+    is ever stored on an erased memory (a note may quote it)."""
+    if memory_id is None:
+        return True  # a concept's ref: concepts are not erased
+    return conn.execute(sa.select(memories.c.id).where(
+        memories.c.id == memory_id, visible(memories, Scope(Namespace(search_namespace)), live=False),
+        memories.c.erased_at.is_(None))).first() is not None
 
 
 def forget_notes(conn: Connection, memory_ids: Iterable[str]) -> int:

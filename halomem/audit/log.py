@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 if TYPE_CHECKING:
     from .heads import Head
@@ -26,6 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..db.schema import audit_log
+from ..records import canonical, clean
 from ..index.acl import in_subtree
 
 AUDIT_LOCK = 0x6A10_0002
@@ -84,67 +86,105 @@ class AuditRow:
     at: datetime
     actor_ns: str
     action: str
-    detail: str
+    fields: dict[str, Any]  # the row's record, as data (the hash covers it: ROW_FORMAT)
     request_id: str
     prev_hash: str
     hash: str
     principal: str | None = None
 
+    @property
+    def outcome(self) -> str:
+        return str(self.fields.get("outcome", ""))
 
-def fields(detail: str) -> dict[str, str]:
-    """A row's detail as its ``key=value`` fields (the first word, the action's outcome, aside):
-    one reading of the format for who-saw, replay and the tests. A value written as a JSON string
-    (``driver_warnings="..."``) is read whole, so words inside it are never taken for fields."""
-    out: dict[str, str] = {}
-    decoder = json.JSONDecoder()
-    at = 0
-    while at < len(detail):
-        end = detail.find(" ", at)
-        end = len(detail) if end < 0 else end
-        key, eq, value = detail[at:end].partition("=")
-        if eq and value.startswith('"'):
-            start = at + len(key) + 1
-            try:
-                text, stop = decoder.raw_decode(detail, start)
-                out[key], end = str(text), stop
-            except ValueError:
-                out[key] = value
-        elif eq:
-            out[key] = value
-        at = end + 1
-    return out
+    @property
+    def detail(self) -> str:
+        """The record as one line for people (``search ok returned=3 ...``): display only, never read back."""
+        return render(self.action, self.fields)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The one JSON shape of a row (results.AuditRowJSON)."""
+        return {"seq": self.seq, "at": self.at.isoformat(), "actor_ns": self.actor_ns, "action": self.action,
+                "outcome": self.outcome, "fields": self.fields, "detail": self.detail, "request_id": self.request_id,
+                "prev_hash": self.prev_hash, "hash": self.hash, "principal": self.principal}
 
 
-def row_hash(prev_hash: str, seq: int, at: datetime, actor_ns: str, action: str, detail: str,
-             request_id: str, principal: str | None = None) -> str:
+# Row formats: 1, a free-text ``detail`` (rows written before v13; their fields were read from the
+# text once, by the migration, and the hash still covers the text); 2, ``fields`` as data, hashed in
+# the canonical encoding below.
+LEGACY_FORMAT, ROW_FORMAT = 1, 2
+# how a row reads: what happened first, then what it touched and how; the rest by name
+_SHOWN_FIRST = ("kind", "status", "id", "old", "new", "of", "ref", "verdict", "returned", "tokens", "driver",
+                "driver_version", "ms", "dropped")
+
+
+def render(action: str, record: dict[str, Any]) -> str:
+    """One line for people: what happened, then each field. Text that could be taken for a field
+    (spaces, ``=``, quotes) is shown as a JSON string; lists and objects as compact JSON."""
+    head = [str(record.get("route") or action)]
+    if "outcome" in record:
+        head.append(str(record["outcome"]))
+    parts = []
+    first = {key: i for i, key in enumerate(_SHOWN_FIRST)}
+    for key in sorted(record, key=lambda k: (first.get(k, len(first)), k)):
+        value = record[key]
+        if key in ("route", "outcome"):
+            continue
+        if isinstance(value, str):
+            shown = value if value and not any(c.isspace() or c in '="\'' for c in value) else json.dumps(value)
+        elif isinstance(value, (list, dict, bool)) or value is None:
+            shown = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        else:
+            shown = str(value)
+        parts.append(f"{key}={shown}")
+    return " ".join(head + parts)
+
+
+def row_hash(prev_hash: str, seq: int, at: datetime, actor_ns: str, action: str, record: dict[str, Any] | str,
+             request_id: str, principal: str | None = None, row_format: int = ROW_FORMAT) -> str:
+    """A row's hash. Format 2 covers its record in the canonical encoding; format 1 (legacy rows)
+    its detail text, as those rows were hashed when written."""
     micros = (at - _EPOCH) // timedelta(microseconds=1)
-    fields: list[object] = [prev_hash, seq, micros, actor_ns, action, detail, request_id]
-    if principal is not None:  # rows from before principals existed hash as they always did
-        fields.append(principal)
-    payload = json.dumps(fields, ensure_ascii=False)
+    if row_format == LEGACY_FORMAT:
+        legacy: list[object] = [prev_hash, seq, micros, actor_ns, action, record, request_id]
+        if principal is not None:  # rows from before principals existed hash as they always did
+            legacy.append(principal)
+        payload = json.dumps(legacy, ensure_ascii=False)
+    else:
+        payload = canonical([ROW_FORMAT, prev_hash, seq, micros, actor_ns, action, record, request_id, principal])
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def append(conn: Connection, actor_ns: str, action: str, detail: str, request_id: str) -> int:
+def append(conn: Connection, actor_ns: str, action: str, record: dict[str, Any], request_id: str) -> int:
+    """Append one row: ``record`` is its fields as data (``outcome`` first by convention: ``ok``,
+    ``refused``, ``failed``...), never text to parse back."""
+    record = clean(dict(record))
     conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": AUDIT_LOCK})
     last = conn.execute(sa.select(audit_log.c.seq, audit_log.c.hash)
                         .order_by(audit_log.c.seq.desc()).limit(1)).first()
     seq, prev = (last.seq + 1, last.hash) if last else (1, GENESIS)
     at = datetime.now(timezone.utc)
     principal = _ACTOR.get()
-    digest = row_hash(prev, seq, at, actor_ns, action, detail, request_id, principal)
-    conn.execute(audit_log.insert().values(seq=seq, at=at, actor_ns=actor_ns, action=action, detail=detail,
-                                           request_id=request_id, prev_hash=prev, hash=digest,
-                                           principal=principal))
+    digest = row_hash(prev, seq, at, actor_ns, action, record, request_id, principal)
+    conn.execute(audit_log.insert().values(seq=seq, at=at, actor_ns=actor_ns, action=action, fields=record,
+                                           row_format=ROW_FORMAT, request_id=request_id, prev_hash=prev,
+                                           hash=digest, principal=principal))
     trace = _TRACE.get()
     if trace is not None and trace.request_id == request_id:
         trace.rows += 1
     return seq
 
 
-def tail(conn: Connection, n: int = 20, action: str | None = None, subtree: str | None = None) -> list[AuditRow]:
-    """The newest ``n`` rows, oldest first; ``subtree`` keeps rows acted in that namespace or below."""
-    stmt = sa.select(audit_log).order_by(audit_log.c.seq.desc()).limit(n)
+_ROW = [audit_log.c[name] for name in ("seq", "at", "actor_ns", "action", "fields", "request_id", "prev_hash",
+                                       "hash", "principal")]
+
+
+def tail(conn: Connection, n: int = 20, action: str | None = None, subtree: str | None = None,
+         before: int | None = None) -> list[AuditRow]:
+    """The newest ``n`` rows (older than seq ``before``, when given: the next page back), oldest
+    first; ``subtree`` keeps rows acted in that namespace or below."""
+    stmt = sa.select(*_ROW).order_by(audit_log.c.seq.desc()).limit(n)
+    if before is not None:
+        stmt = stmt.where(audit_log.c.seq < before)
     if action:
         stmt = stmt.where(audit_log.c.action == action)
     if subtree is not None:
@@ -169,28 +209,49 @@ def head(conn: Connection) -> "Head | None":
     return Head(last.seq, last.hash) if last else None
 
 
-def verify(conn: Connection, batch: int = 5000, expected: "Sequence[Head]" = ()) -> VerifyResult:
-    """Recompute the chain; then each ``expected`` head (kept outside the database) must still be in it."""
-    chained = _verify_chain(conn, batch)
+def verify(conn: Connection, batch: int = 5000, expected: "Sequence[Head]" = (),
+           start: "Head | None" = None, pause: "Callable[[float], None] | None" = None) -> VerifyResult:
+    """Recompute the chain (from ``start``, a position verified before, when given: it must still be
+    in the chain unchanged, and only the rows after it are recomputed); then each ``expected`` head
+    (kept outside the database) must still be in it. ``rows`` counts the chain through its head.
+    ``pause``: called with each batch's seconds between batches (a server's verification leaves the
+    interpreter to the requests it serves)."""
+    chained = _verify_chain(conn, batch, start, pause)
     if not chained.ok:
         return chained
-    for want in expected:
-        got = conn.execute(sa.select(audit_log.c.hash).where(audit_log.c.seq == want.seq)).scalar()
-        if got is None:
-            return VerifyResult(False, chained.rows, want.seq, f"row {want.seq}, a recorded head, is gone (the newest"
+    wanted = {want.seq: want.hash for want in expected}
+    found = dict(conn.execute(sa.select(audit_log.c.seq, audit_log.c.hash)
+                              .where(audit_log.c.seq.in_(list(wanted)))).all()) if wanted else {}
+    for seq in sorted(wanted):
+        if seq not in found:
+            return VerifyResult(False, chained.rows, seq, f"row {seq}, a recorded head, is gone (the newest"
                                 f" rows were deleted)", chained.head_seq, chained.head_hash)
-        if got != want.hash:
-            return VerifyResult(False, chained.rows, want.seq, f"row {want.seq} differs from its recorded head (the"
+        if found[seq] != wanted[seq]:
+            return VerifyResult(False, chained.rows, seq, f"row {seq} differs from its recorded head (the"
                                 f" chain was rewritten)", chained.head_seq, chained.head_hash)
     return chained
 
 
-def _verify_chain(conn: Connection, batch: int) -> VerifyResult:
+def yield_interpreter(worked: float) -> None:
+    """A pause as long as the work just done (at most 0.1 s): a server's own long computation, such as
+    a verification, holds the interpreter at most half the time, so requests in flight keep theirs."""
+    time.sleep(min(max(worked, 0.0), 0.1))
+
+
+def _verify_chain(conn: Connection, batch: int, start: "Head | None" = None,
+                  pause: "Callable[[float], None] | None" = None) -> VerifyResult:
     prev, expected_seq, count = GENESIS, 1, 0
-    after = 0
+    if start is not None:
+        got = conn.execute(sa.select(audit_log.c.hash).where(audit_log.c.seq == start.seq)).scalar()
+        if got != start.hash:
+            return VerifyResult(False, 0, start.seq, f"row {start.seq}, verified before, is "
+                                + ("gone" if got is None else "no longer what it was (the chain was rewritten)"))
+        prev, expected_seq, count = start.hash, start.seq + 1, start.seq
+    after = expected_seq - 1
     while True:
-        rows = conn.execute(sa.select(audit_log).where(audit_log.c.seq > after)
-                            .order_by(audit_log.c.seq).limit(batch)).all()
+        began = time.perf_counter()
+        rows = conn.execute(sa.select(*_ROW, audit_log.c.detail, audit_log.c.row_format)
+                            .where(audit_log.c.seq > after).order_by(audit_log.c.seq).limit(batch)).all()
         if not rows:
             return VerifyResult(True, count, head_seq=expected_seq - 1 if count else None,
                                 head_hash=prev if count else None)
@@ -199,7 +260,11 @@ def _verify_chain(conn: Connection, batch: int) -> VerifyResult:
                 return VerifyResult(False, count, expected_seq, f"row {expected_seq} is missing (next is {r.seq})")
             if r.prev_hash != prev:
                 return VerifyResult(False, count, r.seq, f"row {r.seq} does not link to row {r.seq - 1}")
-            if row_hash(prev, r.seq, r.at, r.actor_ns, r.action, r.detail, r.request_id, r.principal) != r.hash:
+            record = r.detail if r.row_format == LEGACY_FORMAT else r.fields
+            if row_hash(prev, r.seq, r.at, r.actor_ns, r.action, record, r.request_id, r.principal,
+                        r.row_format) != r.hash:
                 return VerifyResult(False, count, r.seq, f"row {r.seq} was altered (hash mismatch)")
             prev, expected_seq, count = r.hash, r.seq + 1, count + 1
         after = rows[-1].seq
+        if pause is not None:
+            pause(time.perf_counter() - began)

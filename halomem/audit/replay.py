@@ -10,7 +10,6 @@ row, never as a search anyone was handed.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterable
@@ -19,10 +18,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..db.schema import audit_log, search_queries
-from ..errors import IntegrityError, NotFoundError
+from ..errors import ConflictError, IntegrityError, NotFoundError
 from ..index.acl import in_subtree
 from ..results import Replay, ReplayedRef, SearchResult
-from .log import fields
 from .seen import query_digest
 
 
@@ -50,10 +48,10 @@ def recorded(conn: Connection, seq: int, subtree: str | None) -> Recorded:
     where = [audit_log.c.seq == seq, audit_log.c.action == "search"]
     if subtree is not None:
         where.append(in_subtree(audit_log.c.actor_ns, subtree))
-    row = conn.execute(sa.select(audit_log.c.at, audit_log.c.actor_ns, audit_log.c.detail).where(*where)).first()
-    if row is None or not row.detail.startswith("search ok"):
+    row = conn.execute(sa.select(audit_log.c.at, audit_log.c.actor_ns, audit_log.c.fields).where(*where)).first()
+    if row is None or row.fields.get("outcome") != "ok":
         raise NotFoundError(f"no search recorded at audit seq {seq}" + (f" in {subtree} or below" if subtree else ""))
-    f = fields(row.detail)
+    f = row.fields
     kept = conn.execute(sa.select(search_queries.c.salt, search_queries.c.query)
                         .where(search_queries.c.seq == seq)).first()
     if kept is None:
@@ -61,13 +59,16 @@ def recorded(conn: Connection, seq: int, subtree: str | None) -> Recorded:
                             " when a memory it was returned was erased): its refs are still in the audit row")
     if query_digest(kept.salt, kept.query) != f.get("query"):
         raise IntegrityError(f"search {seq}'s kept query text does not match the digest in its audit row")
-    as_of = datetime.fromisoformat(f["as_of"]) if "as_of" in f else row.at
-    sources = tuple(json.loads(f["sources"])) if "sources" in f else None
-    refs = [ReplayedRef(int(rank), str(tier), str(ref), float(score))
-            for rank, tier, ref, score in json.loads(f.get("refs", "[]"))]
-    return Recorded(seq, row.actor_ns, row.at, as_of, kept.query, f.get("driver", "baseline"),
-                    f.get("driver_version", ""), f.get("embedder", "-"),
-                    int(f.get("k", 10)), int(f.get("budget", 2000)), sources, refs)
+    try:
+        as_of = datetime.fromisoformat(f["as_of"]) if f.get("as_of") else row.at
+        sources = tuple(str(s) for s in f["sources"]) if f.get("sources") is not None else None
+        refs = [ReplayedRef(int(rank), str(tier), str(ref), float(score)) for rank, tier, ref, score in f.get("refs", [])]
+        return Recorded(seq, row.actor_ns, row.at, as_of, kept.query, str(f.get("driver", "baseline")),
+                        str(f.get("driver_version", "")), str(f.get("embedder", "-")),
+                        int(f.get("k", 10)), int(f.get("budget", 2000)), sources, refs)
+    except (TypeError, ValueError):  # a row from before v13 whose text the migration could not read whole
+        raise ConflictError(f"search {seq}'s audit row predates typed records and its fields cannot be read:"
+                            " it cannot be replayed") from None
 
 
 def compare(then: Recorded, now: SearchResult, *, embedder_now: str, mounted: bool, driver_version_now: str,

@@ -1,7 +1,7 @@
 """What each search returned, and to whom: the record behind `audit who-saw` (and feedback, replay).
 
-A search's audit row (hash-chained) names what it returned: ``refs=[[rank, tier, ref, score], ...]``
-(bounded by k, never content) and ``query=<salted sha256>``. Beside it, two tables that are not in
+A search's audit row (hash-chained) names what it returned: its ``refs`` field, ``[[rank, tier, ref,
+score], ...]`` (bounded by k, never content), and ``query``, a salted sha256. Beside it, two tables that are not in
 the chain: ``search_seen`` (the same refs, one row each, indexed by memory for who-saw) and
 ``search_queries`` (the query text and its salt). Query texts are user data: they are pruned after
 the retention period and forgotten when a memory they were returned is erased; without its salt a
@@ -10,7 +10,6 @@ digest tells nothing of the query, and `audit verify` never reads either table.
 from __future__ import annotations
 
 import hashlib
-import json
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -19,7 +18,6 @@ from typing import Iterable, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .log import fields as audit_fields
 from ..db.schema import audit_log, memories, search_queries, search_seen
 from ..index.acl import in_subtree
 from ..results import Sighting, WhoSaw
@@ -38,9 +36,9 @@ class Seen:
     score: float
 
 
-def refs_field(seen: Sequence[Seen]) -> str:
-    """The audit row's ``refs=`` value: compact JSON, the same refs ``search_seen`` holds."""
-    return json.dumps([[s.rank, s.tier, s.ref, round(s.score, SCORE_DIGITS)] for s in seen], separators=(",", ":"))
+def refs_field(seen: Sequence[Seen]) -> list[list[object]]:
+    """The audit row's ``refs`` field: the same refs ``search_seen`` holds."""
+    return [[s.rank, s.tier, s.ref, round(s.score, SCORE_DIGITS)] for s in seen]
 
 
 def query_digest(salt: str, query: str) -> str:
@@ -107,19 +105,15 @@ def who_saw(conn: Connection, memory_id: str, subtree: str | None, limit: int = 
     ``subtree``, only requests made in that namespace or below (what an admin administers)."""
     ids = chain_ids(conn, memory_id)
     stmt = (sa.select(audit_log.c.seq, audit_log.c.at, audit_log.c.principal, audit_log.c.actor_ns,
-                      audit_log.c.request_id, audit_log.c.detail, search_seen.c.memory_id, search_seen.c.rank,
-                      search_seen.c.score)
+                      audit_log.c.request_id, audit_log.c.fields["via"].astext.label("via"), search_seen.c.memory_id,
+                      search_seen.c.rank, search_seen.c.score)
             .join(search_seen, search_seen.c.seq == audit_log.c.seq)
             .where(search_seen.c.memory_id.in_(ids)).order_by(audit_log.c.seq, search_seen.c.rank).limit(limit))
     if subtree is not None:
         stmt = stmt.where(in_subtree(audit_log.c.actor_ns, subtree))
-    sightings = [Sighting(r.seq, r.at.isoformat(), r.principal, r.actor_ns, r.request_id, transport_of(r.detail),
+    sightings = [Sighting(r.seq, r.at.isoformat(), r.principal, r.actor_ns, r.request_id, r.via or "-",
                           r.memory_id, r.rank, r.score) for r in conn.execute(stmt)]
     if subtree is not None:  # versions seen from this subtree only: the chain's other ids are not its to learn
         ids = sorted({s.memory_id for s in sightings} | {memory_id})
     return WhoSaw(memory_id, ids, sightings)
 
-
-def transport_of(detail: str) -> str:
-    """The ``via=`` a search row names (rest, mcp-http, mcp-stdio, cli, library)."""
-    return audit_fields(detail).get("via", "-")

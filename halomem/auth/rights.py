@@ -24,6 +24,13 @@ class Caller:
     scopes: frozenset[str]
     principal_id: str | None = None  # None: the local operator
     name: str = "operator"
+    # whose fair share (rate, requests in flight) this caller's requests take: the root of the lineage
+    # its token was minted in, so minting child tokens never multiplies a principal's share
+    share: str | None = None
+
+    @property
+    def share_key(self) -> str | None:
+        return self.share or self.principal_id
 
     @classmethod
     def operator(cls, namespace: Namespace) -> "Caller":

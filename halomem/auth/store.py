@@ -5,7 +5,6 @@ effect on the next request, whichever server process answers it.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Sequence
@@ -15,13 +14,13 @@ import sqlalchemy as sa
 from .. import audit
 from ..db.schema import principals
 from ..index.acl import in_subtree
+from ..instants import parse_span
+from ..limits import MAX_DAYS
 from ..errors import AuthenticationError, InvalidInputError, NotFoundError, PermissionDeniedError
 from ..types import Namespace
 from .rights import SCOPES, Caller, within
 from .tokens import format_token, hash_secret, new_principal_id, new_secret, parse_token, secret_matches
 
-_DURATION = re.compile(r"^\s*(\d{1,6})\s*([smhdw])\s*$")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 MAX_NAME = 100
 
 
@@ -50,8 +49,8 @@ class Principal:
                 "created_at": self.created_at, "expires_at": self.expires_at, "revoked_at": self.revoked_at,
                 "created_by": self.created_by, "status": self.status()}
 
-    def caller(self) -> Caller:
-        return Caller(Namespace(self.namespace), frozenset(self.scopes), self.id, self.name)
+    def caller(self, share: str | None = None) -> Caller:
+        return Caller(Namespace(self.namespace), frozenset(self.scopes), self.id, self.name, share or self.id)
 
 
 @dataclass(frozen=True, repr=False)
@@ -73,18 +72,20 @@ def parse_scopes(value: str | Iterable[str]) -> tuple[str, ...]:
     return tuple(s for s in SCOPES if s in scopes)
 
 
-MAX_EXPIRY = timedelta(days=3660)  # ten years: a token is no archive
+MAX_EXPIRY = timedelta(days=MAX_DAYS)  # ten years: a token is no archive
 
 
 def parse_duration(value: object) -> timedelta:
-    match = _DURATION.match(value) if isinstance(value, str) else None
-    if not match or int(match.group(1)) == 0:
-        shown = str(value)[:40].encode("ascii", "backslashreplace").decode("ascii")
-        raise InvalidInputError(f"expiry {shown!r} is not a duration such as 30d, 12h, 90m or 2w")
-    seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    if seconds > MAX_EXPIRY.total_seconds():
-        raise InvalidInputError(f"expiry {value!r} is longer than the limit of {MAX_EXPIRY.days} days")
-    return timedelta(seconds=seconds)
+    """A token's expiry as a caller gives it (instants.parse_span)."""
+    return parse_span(value, what="expiry", limit=MAX_EXPIRY)
+
+
+# the principal at the top of :id's minting lineage (bounded: lineages are short, a cycle cannot form)
+_LINEAGE_ROOT = sa.text(
+    "WITH RECURSIVE up(id, created_by, depth) AS (SELECT id, created_by, 0 FROM principals WHERE id = :id"
+    " UNION ALL SELECT p.id, p.created_by, up.depth + 1 FROM principals p JOIN up ON p.id = up.created_by"
+    " WHERE up.depth < 64) SELECT id FROM up ORDER BY depth DESC LIMIT 1")
+_ROOTS_REMEMBERED = 100_000
 
 
 # every token minted from :root, at any depth, not yet revoked: revoked with it (one statement, so a
@@ -104,6 +105,7 @@ def _principal(row: sa.Row) -> Principal:
 class PrincipalStore:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
+        self._roots: dict[str, str] = {}  # principal -> the root of its lineage (lineage_root)
 
     def create(self, namespace: Namespace, name: str, scopes: Iterable[str] | str, *,
                expires_in: timedelta | None = None, request_id: str, maker: str | None = None) -> IssuedToken:
@@ -125,8 +127,8 @@ class PrincipalStore:
                 secret_hash=hash_secret(secret), expires_at=expires_at, created_by=maker)
                 .returning(*principals.c)).one()
             audit.append(conn, namespace.path, "token",
-                         f"token created id={principal_id} scopes={','.join(scope_list)}"
-                         f" expires={expires_at.isoformat() if expires_at else '-'}", request_id)
+                         {"outcome": "created", "id": principal_id, "scopes": list(scope_list),
+                          "expires": expires_at.isoformat() if expires_at else None}, request_id)
         return IssuedToken(_principal(row), format_token(principal_id, secret))
 
     @staticmethod
@@ -173,11 +175,25 @@ class PrincipalStore:
             row = conn.execute(sa.update(principals).where(principals.c.id == principal_id)
                                .values(revoked_at=sa.func.coalesce(principals.c.revoked_at, sa.func.now()))
                                .returning(*principals.c)).one()
-            audit.append(conn, row.namespace, "token", f"token revoked id={principal_id}", request_id)
+            audit.append(conn, row.namespace, "token", {"outcome": "revoked", "id": principal_id}, request_id)
             for child in conn.execute(_LINEAGE_REVOKE, {"root": principal_id}):
                 audit.append(conn, child.namespace, "token",
-                             f"token revoked id={child.id} minted_by={child.created_by}", request_id)
+                             {"outcome": "revoked", "id": child.id, "minted_by": child.created_by}, request_id)
         return _principal(row)
+
+    def lineage_root(self, principal: Principal) -> str:
+        """The principal at the root of ``principal``'s minting lineage (the one the local operator
+        minted): its children share its fair share. Remembered per principal: a lineage never changes."""
+        if principal.created_by is None:
+            return principal.id
+        root = self._roots.get(principal.id)
+        if root is None:
+            with self.engine.connect() as conn:
+                root = conn.execute(_LINEAGE_ROOT, {"id": principal.id}).scalar() or principal.id
+            if len(self._roots) >= _ROOTS_REMEMBERED:
+                self._roots.clear()
+            self._roots[principal.id] = root
+        return root
 
     def authenticate(self, token: object) -> Principal:
         """The live principal a presented token stands for, else AuthenticationError (never quoting it)."""

@@ -24,6 +24,7 @@ class Doc:
     id: str
     text: str
     source: str | None = None  # stored as the memory's source (LoCoMo: the conversation session)
+    turn: dict | None = None  # a conversation's turn as a chat file holds it (intake.chat), for --via chat
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,13 @@ def load_locomo(path: Path, limit_conversations: int | None = None) -> Dataset:
         while f"session_{session}" in c:
             date = c.get(f"session_{session}_date_time", "")
             for turn in c[f"session_{session}"]:
-                text = f"[{date}] {turn['speaker']}: {turn['text']}"
-                if turn.get("blip_caption"):
-                    text += f" (shares a photo: {turn['blip_caption']})"
+                said = turn["text"] + (f" (shares a photo: {turn['blip_caption']})" if turn.get("blip_caption") else "")
+                text = f"[{date}] {turn['speaker']}: {said}"
                 dia = normalize_evidence([turn["dia_id"]])
                 if dia:
-                    docs.append(Doc(dia.pop(), text, f"locomo:{conv['sample_id']}/session_{session}"))
+                    docs.append(Doc(dia.pop(), text, f"locomo:{conv['sample_id']}/session_{session}",
+                                    {"session": f"{conv['sample_id']}/session_{session}", "time": date or None,
+                                     "speaker": turn["speaker"], "content": said}))
             session += 1
         ds.docs[ns] = docs
         ds.entities[ns] = [c["speaker_a"], c["speaker_b"]]

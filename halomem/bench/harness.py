@@ -47,12 +47,24 @@ def ephemeral_kernel(embedder: str | None = "hash") -> Iterator["Kernel"]:  # no
             kernel.close()
 
 
-def load(kernel, ds: Dataset, progress: Callable[[str], None] = lambda m: None) -> dict[str, str]:  # noqa: ANN001
-    """Bulk-ingest every namespace; returns memory id -> dataset doc id."""
+def load(kernel, ds: Dataset, progress: Callable[[str], None] = lambda m: None,  # noqa: ANN001
+         via: str = "direct") -> dict[str, str]:
+    """Bulk-ingest every namespace; returns memory id -> dataset doc id. ``via="chat"``: a dataset of
+    conversation turns goes in as a chat file does (`halomem ingest --format chat`: intake.chat,
+    consolidation included), the others as they always do."""
+    import json
+
     to_doc: dict[str, str] = {}
     for ns, docs in ds.docs.items():
-        ids = kernel.ingest_texts(ns, [d.text for d in docs], sources=[d.source for d in docs], label=f"bench:{ds.name}")
-        to_doc.update(zip(ids, (d.id for d in docs)))
+        if via == "chat" and docs and all(d.turn for d in docs):
+            raw = "\n".join(json.dumps(d.turn, ensure_ascii=False) for d in docs).encode("utf-8")
+            report = kernel.ingest_bytes(ns, raw, fmt="chat", label=f"bench-{ds.name}.jsonl")
+            for item, doc in zip(report.items, docs):
+                to_doc.setdefault(item.id, doc.id)
+        else:
+            ids = kernel.ingest_texts(ns, [d.text for d in docs], sources=[d.source for d in docs],
+                                      label=f"bench:{ds.name}")
+            to_doc.update(zip(ids, (d.id for d in docs)))
         for name in ds.entities.get(ns, []):
             kernel.add_entity(ns, name)
         progress(f"loaded {ns}: {len(docs)} docs")

@@ -9,16 +9,24 @@ timing the same sequential searches of a *victim* principal (globex) over REST:
   Retry-After, as a well-behaved client would);
 - batch: that principal sends maximal `remember_many` batches (100 memories of 64 KiB) one after
   another for the whole leg (with the default embedder one such batch embeds for minutes: the leg
-  times the victim while it runs).
+  times the victim while it runs);
+- children, other org: an admin of acme mints eight child tokens and each floods from its own thread
+  (a lineage shares its root's share: minting does not multiply it);
+- children, same org: the same from an admin of the victim's own organisation (globex/ops);
+- admin reads: two admins of other organisations call the audit's status, the policy report over ten
+  years and the audit listing back to back, over a trail of ``trail`` rows;
+- streams: a read token tries to hold standing MCP streams (GET /mcp) from eight threads.
 
-The report gives the victim's p50/p95 per leg, their ratio to idle, and what the noisy principal got
-(answers, 429s). Goal (issue 38): victim p50 <= 1.5x idle and p95 <= 2x in both noisy legs.
+The report gives the victim's p50/p95 per leg, their ratio to idle, and what the noisy principals got
+(answers, 429s). Goal (issues 38, 48): victim p50 <= 1.5x idle and p95 <= 2x in every noisy leg.
 """
 from __future__ import annotations
 
+import functools
 import os
 import random
 import statistics
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -36,8 +44,13 @@ VICTIM_NS, NOISY_NS = "globex/rnd", "acme/eng"
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
 
+CHILDREN = 8  # child tokens a lineage's root mints for the children legs
+DEFAULT_TRAIL = 60_000  # audit rows behind the admin-reads leg
+
+
 def run_noisy(memories: int, requests: int, threads: int, out_dir: Path,
-              progress: Callable[[str], None] = lambda m: None, server_args: tuple[str, ...] = ()) -> dict:
+              progress: Callable[[str], None] = lambda m: None, server_args: tuple[str, ...] = (),
+              trail: int = DEFAULT_TRAIL) -> dict:
     from ..config import Settings
     from ..kernel import Kernel
     from ..ops import for_operator
@@ -53,14 +66,22 @@ def run_noisy(memories: int, requests: int, threads: int, out_dir: Path,
             progress(f"{memories} memories loaded ({embedder})")
             victim = for_operator(kernel, VICTIM_NS).create_token(None, "victim", "read").token
             noisy = for_operator(kernel, NOISY_NS).create_token(None, "noisy", "read,write").token
+            roots = {org: for_operator(kernel, ns).create_token(None, f"root-{org}", "read,write,admin").token
+                     for org, ns in (("other", "acme"), ("same", "globex/ops"))}
+            admins = [for_operator(kernel, ns).create_token(None, "auditor", "read,admin").token
+                      for ns in ("acme", "initech")]
+            _fill_trail(kernel, trail, ("acme/eng", "initech/ops"))
+            progress(f"audit trail of {trail} rows")
         finally:
             kernel.close()
         env = {k: v for k, v in os.environ.items() if not k.startswith("HALOMEM_")}
-        env.update(HALOMEM_DATABASE_URL=url)
+        env.update(HALOMEM_DATABASE_URL=url, HALOMEM_HOME=tempfile.mkdtemp(prefix="halomem-bench-noisy-home-"))
         server = start_server(env, "--no-access-log", *server_args)
         try:
             probes = [text for ns, text in queries(max(requests, 200), seed=29)]
-            legs = _legs(server.url, victim, noisy, probes, requests, threads, progress)
+            tokens = {"noisy": noisy, "admins": admins, **{f"children-{org}": _mint(server.url, root, CHILDREN)
+                                                           for org, root in roots.items()}}
+            legs = _legs(server.url, victim, tokens, probes, requests, threads, progress)
         finally:
             server.stop()
     idle = legs[0]["victim"]
@@ -68,13 +89,52 @@ def run_noisy(memories: int, requests: int, threads: int, out_dir: Path,
         leg["p50_ratio"] = leg["victim"]["p50"] / idle["p50"]
         leg["p95_ratio"] = leg["victim"]["p95"] / idle["p95"]
     data = {"memories": memories, "embedder": embedder, "requests_per_leg": requests, "flood_threads": threads,
-            "server_args": list(server_args), "legs": legs}
+            "children": CHILDREN, "trail": trail, "server_args": list(server_args), "legs": legs}
     md = markdown(data)
     report.write(out_dir, "serve-noisy", data, md)
     return {**data, "markdown": md}
 
 
-def _legs(url: str, victim: str, noisy: str, probes: list[str], requests: int, threads: int,
+def _fill_trail(kernel, rows: int, namespaces: tuple[str, ...]) -> None:  # noqa: ANN001
+    """``rows`` search rows of other organisations in the audit trail, chained as appends chain them
+    (audit.log.row_hash), inserted in batches: what a busy year leaves behind."""
+    from datetime import datetime, timedelta, timezone
+
+    from ..audit.log import ROW_FORMAT, row_hash
+    from ..db.schema import audit_log
+
+    with kernel.engine.begin() as conn:
+        last = conn.execute(audit_log.select().order_by(audit_log.c.seq.desc()).limit(1)).first()
+        seq, prev = (last.seq, last.hash) if last else (0, "0" * 64)
+        at = datetime.now(timezone.utc) - timedelta(days=300)
+        batch = []
+        for i in range(rows):
+            seq, at = seq + 1, at + timedelta(seconds=300 * 86400 / max(rows, 1))
+            ns = namespaces[i % len(namespaces)]
+            record = {"outcome": "ok", "returned": 3, "tokens": 40, "driver": "fusion", "driver_version": "bench",
+                      "ms": 10.0 + i % 7, "requested": "fusion", "chosen_by": "policy", "k": 10, "budget": 2000,
+                      "embedder": "bench", "via": "rest", "query": "0" * 64,
+                      "refs": [[1, "L2", f"m_bench{i % 97}", 0.5]]}
+            digest = row_hash(prev, seq, at, ns, "search", record, f"bench{i}", None)
+            batch.append({"seq": seq, "at": at, "actor_ns": ns, "action": "search", "fields": record,
+                          "row_format": ROW_FORMAT, "request_id": f"bench{i}", "prev_hash": prev, "hash": digest})
+            prev = digest
+            if len(batch) == 5000:
+                conn.execute(audit_log.insert(), batch)
+                batch = []
+        if batch:
+            conn.execute(audit_log.insert(), batch)
+
+
+def _mint(url: str, root: str, n: int) -> list[str]:
+    """``n`` child tokens minted by ``root`` over REST (what a principal wanting more share would do)."""
+    with httpx2.Client(base_url=url, timeout=60, headers=bearer(root)) as c:
+        namespace = c.get("/v1/whoami").json()["namespace"]
+        made = [c.post(f"/v1/tokens/{namespace}", json={"name": f"child-{i}", "scopes": ["read"]}) for i in range(n)]
+    return [m.raise_for_status().json()["token"] for m in made]
+
+
+def _legs(url: str, victim: str, tokens: dict, probes: list[str], requests: int, threads: int,
           progress: Callable[[str], None]) -> list[dict]:
     with httpx2.Client(base_url=url, timeout=120, headers=bearer(victim)) as client:
         def victim_search(i: int) -> float:
@@ -85,8 +145,12 @@ def _legs(url: str, victim: str, noisy: str, probes: list[str], requests: int, t
         for i in range(20):  # warm the server's paths and the database's caches
             victim_search(i)
         legs = []
-        for name, noise in (("idle", None), ("flood", _flood(url, noisy, probes, threads)),
-                            ("batch", _batches(url, noisy))):
+        for name, noise in (("idle", None), ("flood", _flood(url, [tokens["noisy"]], probes, threads)),
+                            ("batch", _batches(url, tokens["noisy"])),
+                            ("children, other org", _flood(url, tokens["children-other"], probes, CHILDREN)),
+                            ("children, same org", _flood(url, tokens["children-same"], probes, CHILDREN)),
+                            ("admin reads", _admin_reads(url, tokens["admins"])),
+                            ("streams", _streams(url, tokens["children-other"][0], CHILDREN))):
             counts = noise.start() if noise else None
             time.sleep(0.5 if noise else 0)  # let the noise reach its steady state
             spent = [victim_search(i) for i in range(requests)]
@@ -133,15 +197,16 @@ def _count(counts: dict, response: httpx2.Response) -> float:
     return 0.0
 
 
-def _flood(url: str, token: str, probes: list[str], threads: int) -> _Noise:
-    def rest(stop: threading.Event, counts: dict) -> None:
+def _flood(url: str, tokens: list[str], probes: list[str], threads: int) -> _Noise:
+    """``threads`` flooding searchers, half REST and half MCP; thread t uses token t (cycling)."""
+    def rest(stop: threading.Event, counts: dict, token: str) -> None:
         with httpx2.Client(base_url=url, timeout=120, headers=bearer(token)) as c:
             i = 0
             while not stop.is_set():
                 i += 1
                 stop.wait(_count(counts, c.post("/v1/search", json={"query": probes[i % len(probes)], "k": 10})))
 
-    def mcp(stop: threading.Event, counts: dict) -> None:
+    def mcp(stop: threading.Event, counts: dict, token: str) -> None:
         with httpx2.Client(base_url=url, timeout=120, headers={**bearer(token), **MCP_HEADERS}) as c:
             i = 0
             while not stop.is_set():
@@ -150,7 +215,32 @@ def _flood(url: str, token: str, probes: list[str], threads: int) -> _Noise:
                         "params": {"name": "search", "arguments": {"query": probes[i % len(probes)], "k": 10}}}
                 stop.wait(_count(counts, c.post("/mcp", json=body)))
 
-    return _Noise([rest if t % 2 == 0 else mcp for t in range(threads)])
+    return _Noise([functools.partial(rest if t % 2 == 0 else mcp, token=tokens[t % len(tokens)])
+                   for t in range(threads)])
+
+
+def _admin_reads(url: str, admins: list[str]) -> _Noise:
+    """Admins reading what costs the most to compute: the chain's status, ten years of policy
+    report, the longest audit listing."""
+    def reader(stop: threading.Event, counts: dict, token: str) -> None:
+        paths = ("/v1/audit/status", "/v1/policy/report?days=3660", "/v1/audit?n=1000")
+        with httpx2.Client(base_url=url, timeout=120, headers=bearer(token)) as c:
+            i = 0
+            while not stop.is_set():
+                i += 1
+                stop.wait(_count(counts, c.get(paths[i % len(paths)])))
+
+    return _Noise([functools.partial(reader, token=t) for t in admins])
+
+
+def _streams(url: str, token: str, threads: int) -> _Noise:
+    """A read token asking for standing MCP streams (GET /mcp) as fast as it is answered."""
+    def opener(stop: threading.Event, counts: dict) -> None:
+        with httpx2.Client(base_url=url, timeout=120, headers={**bearer(token), "Accept": "text/event-stream"}) as c:
+            while not stop.is_set():
+                stop.wait(_count(counts, c.get("/mcp")))
+
+    return _Noise([opener] * threads)
 
 
 def _batches(url: str, token: str) -> _Noise:
@@ -183,7 +273,12 @@ embedder. The victim (a read token of `globex/rnd`) sends sequential `POST /v1/s
 keep-alive httpx2; each leg times the same number of its searches. Flood: a read-write token of
 `acme/eng` searches from N threads, half REST and half MCP `tools/call search`, each retrying a 429
 after its Retry-After. Batch: the same principal sends `POST /v1/memories:batch` of 100 memories of
-64 KiB, one after another, for the whole leg. Client and server share the machine's 2 cores."""
+64 KiB, one after another, for the whole leg. Children: a root token (admin of `acme`, or of
+`globex/ops`: the victim's organisation) mints eight read tokens over REST before the legs, and each
+child searches from its own thread. Admin reads: admins of `acme` and `initech` over an audit trail
+of synthetic search rows (chained as appends chain them) call `GET /v1/audit/status`,
+`/v1/policy/report?days=3660` and `/v1/audit?n=1000` in turn. Streams: eight threads of one read
+token ask for `GET /mcp`. Client and server share the machine's 2 cores."""
 
 
 def markdown(data: dict) -> str:
@@ -191,7 +286,8 @@ def markdown(data: dict) -> str:
              ", ".join(f"{k}: {v}" for k, v in sorted(leg["noisy"].items())) or "-"] for leg in data["legs"]]
     args = " ".join(data["server_args"]) or "(defaults)"
     return (f"# Serving under a noisy neighbour ({data['memories']} memories, {data['embedder']})\n\n{METHOD}\n\n"
-            f"Flood threads: {data['flood_threads']}; victim searches per leg: {data['requests_per_leg']};"
+            f"Flood threads: {data['flood_threads']}; child tokens per root: {data.get('children', '-')}; audit"
+            f" trail: {data.get('trail', '-')} rows; victim searches per leg: {data['requests_per_leg']};"
             f" server options: {args}.\n\n"
             + report.markdown_table(["leg", "victim p50 ms", "victim p95 ms", "p50 / idle", "p95 / idle",
                                      "noisy principal's answers"], rows))

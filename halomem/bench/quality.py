@@ -11,11 +11,15 @@ from .metrics import METRICS
 
 
 def run_quality(ds: Dataset, embedders: Sequence[str], drivers: Sequence[str], out_dir: Path,
-                progress: Callable[[str], None] = lambda m: None) -> dict:
+                progress: Callable[[str], None] = lambda m: None, via: Sequence[str] = ("direct",)) -> dict:
+    """``via``: how the dataset goes in, each in a store of its own (harness.load: direct, or chat for
+    conversations through `halomem ingest --format chat`'s path); the report names each."""
     results = []
-    for embedder in embedders:
+    for embedder, path in [(e, v) for e in embedders for v in via]:
         with ephemeral_kernel(embedder) as kernel:
-            to_doc = load(kernel, ds, progress)
+            to_doc = load(kernel, ds, progress, via=path)
+            if path != "direct":
+                embedder = f"{embedder} via {path}"
             for run in evaluate(kernel, ds, to_doc, drivers):
                 for group, metrics in sorted(run.per_group.items()):
                     results.append({"embedder": embedder, "driver": run.driver, "group": group,

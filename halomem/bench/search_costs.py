@@ -5,8 +5,8 @@ In-process over the synthetic corpus (hash embedder, so the embedder's time does
 differences), one kernel, one client, the legs alternated query by query (this VM's speed drifts).
 Recording: every search's audit write (Searcher._audit_search: the chain row with refs, the
 `search_seen` rows and the salted query text, one transaction) is timed around the real call, and
-beside it, on the same store, the row a search wrote before refs were recorded (the same detail
-without `refs=`/`query=`, alone in its transaction): the difference is what recording refs costs.
+beside it, on the same store, the row a search wrote before refs were recorded (the same fields
+without `refs`/`query`, alone in its transaction): the difference is what recording refs costs.
 Shadow: the same queries in a namespace whose policy is `fusion` alone and in one whose policy
 shadows `keyword` beside `fusion` on every query (`pct_b` 100, the worst case), both holding the same
 rows; the cost of a shadow at a split of p% is about p% of the difference.
@@ -53,13 +53,14 @@ def run_search_costs(memories: int, requests: int, out_dir: Path,
             searcher = kernel.searcher
             real = searcher._audit_search
 
-            def timed(ns, detail, request_id, *rest):  # noqa: ANN001, ANN202 - the real write, timed
+            def timed(ns, record, request_id, *rest):  # noqa: ANN001, ANN202 - the real write, timed
+                bare = dict(record)  # before the real write adds refs and the query's digest
                 started = time.perf_counter()
-                real(ns, detail, request_id, *rest)
+                real(ns, record, request_id, *rest)
                 recording.append((time.perf_counter() - started) * 1000)
                 started = time.perf_counter()
                 with kernel.engine.begin() as conn:  # what a search's row was before refs were recorded
-                    audit.append(conn, ns.path, "search", detail, request_id + "-bare")
+                    audit.append(conn, ns.path, "search", bare, request_id + "-bare")
                 row_alone.append((time.perf_counter() - started) * 1000)
 
             for query in probes[:20]:  # warm both paths

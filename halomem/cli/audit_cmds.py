@@ -1,7 +1,6 @@
 """audit tail | verify | who-saw | replay | prune-queries."""
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional
 
 import typer
@@ -19,21 +18,18 @@ def tail(n: int = typer.Option(20, "-n", help="How many rows."),
     """The newest audit rows, oldest first (remote mode: the token's namespace and below; needs admin)."""
     from datetime import datetime
 
-
     if remote():
         from .common import data
 
         rows = data(None).audit_tail(n, action)
-        for r in rows:
-            r["at"] = datetime.fromisoformat(r["at"])
     else:
-        rows = [dataclasses.asdict(r) for r in store("audit tail").audit_tail(n, action)]
+        rows = [r.to_dict() for r in store("audit tail").audit_tail(n, action)]
     if as_json:
         emit_json(rows)
         return
     for r in rows:
-        out.print(f"{r['seq']}  {r['at']:%Y-%m-%d %H:%M:%S}  {r['actor_ns']}  {r['principal'] or 'operator'}  "
-                  f"{r['action']}  request {r['request_id']}")
+        out.print(f"{r['seq']}  {datetime.fromisoformat(r['at']):%Y-%m-%d %H:%M:%S}  {r['actor_ns']}  "
+                  f"{r['principal'] or 'operator'}  {r['action']}  request {r['request_id']}", markup=False)
         print_text(r["detail"])
 
 

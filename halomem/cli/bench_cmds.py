@@ -46,6 +46,8 @@ def quality(dataset: str = typer.Option("locomo", help="locomo, sessions (LoCoMo
             driver: List[str] = typer.Option(["baseline", "fusion", "graph", "keyword"], "--driver", help="Repeatable."),
             lanes: bool = typer.Option(False, "--lanes", help="Also fusion's BM25 and vector lanes alone."),
             conversations: Optional[int] = typer.Option(None, help="Only the first N LoCoMo conversations."),
+            via: List[str] = typer.Option(["direct"], "--via", help="Repeatable: direct (the dataset's texts as "
+                                          "they are), chat (LoCoMo's turns through `halomem ingest --format chat`)."),
             out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
     """R@5, R@10, nDCG@10, MRR@10 per driver, group and embedder."""
     from ..bench.datasets import load_beir, load_locomo, load_paraphrases, locomo_sessions
@@ -67,7 +69,9 @@ def quality(dataset: str = typer.Option("locomo", help="locomo, sessions (LoCoMo
         ds = load_paraphrases(path or DEFAULT_PARAPHRASES)
     else:
         raise InvalidInputError(f"unknown dataset {dataset!r} (locomo, sessions, org-concepts, paraphrases, beir)")
-    _finish(run_quality(ds, embedder, [*driver, *(LANES if lanes else ())], out_dir, _say), as_json)
+    if any(v not in ("direct", "chat") for v in via):
+        raise InvalidInputError("--via is direct or chat")
+    _finish(run_quality(ds, embedder, [*driver, *(LANES if lanes else ())], out_dir, _say, via), as_json)
 
 
 @app.command()
@@ -108,6 +112,30 @@ def ingest(rows: int = typer.Option(20000, help="Rows to ingest."),
 
 
 @app.command()
+def documents(files: int = typer.Option(1000, "--files", min=1, help="Markdown files of ~1,500 characters."),
+              embedder: str = typer.Option("default", help="The store's embedder (default: a new store's)."),
+              rounds: int = typer.Option(3, "--rounds", min=1, help="Rounds of the three legs (medians)."),
+              out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
+    """A folder of Markdown files through `halomem ingest DIR`: against the embedder alone on the same
+    texts, and the re-run of the unchanged folder."""
+    from ..bench.documents_speed import run_documents
+
+    _finish(run_documents(files, embedder, out_dir, _say, rounds), as_json)
+
+
+@app.command()
+def consolidation(embedder: List[str] = typer.Option(["default", "static", "hash"], "--embedder",
+                                                     help="Repeatable: the embedders whose vectors are scored."),
+                  facts: int = typer.Option(120, "--facts", min=10, help="Base facts of the generated set."),
+                  out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
+    """Near-copy detection (write.consolidate) on a generated set of paraphrased copies and distinct
+    facts: precision and recall for each pair of thresholds."""
+    from ..bench.consolidation import run_consolidation
+
+    _finish(run_consolidation(embedder, out_dir, _say, facts), as_json)
+
+
+@app.command()
 def embed(embedder: List[str] = typer.Option(["onnx", "static", "hash"], "--embedder",
                                              help="Repeatable: static, hash, minilm, onnx:DIR, openai:MODEL."),
           path: Optional[Path] = typer.Option(None, help="LoCoMo JSON."),
@@ -137,6 +165,7 @@ def serve(memories: int = typer.Option(100_000, help="Corpus size."),
                                      "while another's principal floods (REST + MCP threads), and while it sends "
                                      "maximal batches (the store's default embedder; 10,000 memories by default)."),
           flood_threads: int = typer.Option(6, "--flood-threads", min=1, help="--noisy: the flooding threads."),
+          trail: int = typer.Option(60_000, "--trail", min=0, help="--noisy: audit rows behind the admin-reads leg."),
           serve_option: List[str] = typer.Option([], "--serve-option", help="--noisy: an option for the `halomem "
                                                  "serve` it starts (repeatable), e.g. --serve-option=--in-flight=0."),
           costs: bool = typer.Option(False, "--costs", help="Instead: what recording each search's refs in the "
@@ -155,7 +184,7 @@ def serve(memories: int = typer.Option(100_000, help="Corpus size."),
 
         size = memories if memories != 100_000 else 10_000
         _finish(run_noisy(size, requests if requests != 400 else 200, flood_threads, out_dir, _say,
-                          tuple(serve_option)), as_json)
+                          tuple(serve_option), trail), as_json)
         return
     if replica:
         from ..bench.replica import run_replica

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -104,36 +104,132 @@ def register(app: typer.Typer) -> None:
             print_text(row.content or "(erased)")
 
     @app.command()
-    def ingest(path: Path = typer.Argument(..., help="A .jsonl or .csv file (fields: content, source, provenance, "
-                                                     "key); '-' reads stdin."),
-               ns: Optional[str] = NsOption, fmt: Optional[str] = typer.Option(None, "--format"),
-               skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip bad lines instead of refusing the file."),
+    def ingest(paths: List[Path] = typer.Argument(..., help="Folders and files: documents (Markdown, text, "
+                                                  "reStructuredText, HTML, PDF; folders are walked), or one "
+                                                  ".jsonl/.csv file of records, or '-' for records on stdin."),
+               ns: Optional[str] = NsOption,
+               fmt: Optional[str] = typer.Option(None, "--format", help="jsonl or csv (records), chat (turns "
+                                                 "of conversations), or a document format (markdown, text, rst, "
+                                                 "html, pdf) read whatever the file names say."),
+               include: List[str] = typer.Option([], "--include", help="Documents: only paths matching this glob "
+                                                 "(repeatable), e.g. '*.md' or 'guides/**'."),
+               exclude: List[str] = typer.Option([], "--exclude", help="Documents: leave out paths matching this "
+                                                 "glob (repeatable)."),
+               prune: bool = typer.Option(False, "--prune", help="Documents: retire the memories of files gone "
+                                          "from the folder (validity closed; history and as-of keep them)."),
+               strict: bool = typer.Option(False, "--strict", help="Documents: refuse the whole run if any file "
+                                           "cannot be read (instead of skipping it with its reason)."),
+               dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be written, superseded, "
+                                            "retired and skipped; write nothing."),
+               root_name: Optional[str] = typer.Option(None, "--root-name", help="Documents: the name keys start "
+                                                       "with (default: the folder's own name)."),
+               skip_bad: bool = typer.Option(False, "--skip-bad", help="Records: skip bad lines instead of "
+                                             "refusing the file."),
                as_json: bool = JsonOption) -> None:
-        """Bulk-write a file in one transaction: all of it or none of it."""
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        """Bring knowledge in: documents (one memory per file, keyed by its path: re-running writes only
+        what changed), conversations (--format chat: one memory per turn) or records (JSONL/CSV, one
+        transaction)."""
+        kind = _ingest_kind(paths, fmt)
+        if kind == "records":
+            _ingest_records(paths[0], ns, fmt, skip_bad, as_json)
+        elif kind == "chat":
+            _ingest_chat(paths, ns, skip_bad, as_json)
+        else:
+            _ingest_documents(paths, ns, fmt, include, exclude, prune, strict, dry_run, root_name, as_json)
 
-        ops = data(ns)
-        if str(path) == "-":  # stdin: JSONL unless --format csv
-            report = ops.ingest_bytes(sys.stdin.buffer.read(), fmt=(fmt or "jsonl").lower(), skip_bad=skip_bad,
-                                      label="stdin")
-            path = Path("stdin")
-        else:
-            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeRemainingColumn(), console=err._get(), transient=True,
-                          disable=as_json or not err.is_terminal) as bar:
-                task = bar.add_task("embedding", total=None)
-                report = ops.ingest_file(path, fmt=fmt, skip_bad=skip_bad,
-                                         on_parsed=lambda n: bar.update(task, total=n),
-                                         progress=lambda n: bar.advance(task, n),
-                                         on_write=lambda: bar.update(task, description="writing (one transaction)",
-                                                                     total=None))
-        for line, reason in report.skipped:
-            err.print(f"halomem: skipped {path}:{line}: {reason}", markup=False)
-        if as_json:
-            emit_json(report.to_dict())
-        else:
-            notes = [f"{len(report.unchanged)} unchanged"] if report.unchanged else []
-            notes += [f"{len(report.superseded)} superseded"] if report.superseded else []
-            notes += [f"{len(report.skipped)} bad lines skipped"] if report.skipped else []
-            out.print(f"ingested {report.written} memories into {report.namespace}"
-                      + (f" ({', '.join(notes)})" if notes else ""))
+
+RECORD_FORMATS = ("jsonl", "ndjson", "json", "csv")
+
+
+def _ingest_kind(paths: List[Path], fmt: Optional[str]) -> str:
+    """records (one JSONL/CSV file, or stdin), chat (--format chat), or documents (anything else)."""
+    if fmt == "chat":
+        return "chat"
+    records = [p for p in paths if str(p) == "-" or p.suffix.lower().lstrip(".") in RECORD_FORMATS]
+    if (fmt or "").lower() in RECORD_FORMATS or records:
+        if len(paths) != 1:
+            raise InvalidInputError("records (JSONL/CSV) are ingested one file at a time, apart from documents")
+        return "records"
+    return "documents"
+
+
+def _ingest_chat(paths: List[Path], ns: Optional[str], skip_bad: bool, as_json: bool) -> None:
+    if len(paths) != 1:
+        raise InvalidInputError("conversations (--format chat) are ingested one file at a time")
+    path = paths[0]
+    try:
+        raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    ops = data(ns)
+    with _bar(as_json) as bar:
+        task = bar.add_task("embedding turns", total=None)
+        report = ops.ingest_bytes(raw, fmt="chat", skip_bad=skip_bad, label=path.name if str(path) != "-" else "stdin",
+                                  on_parsed=lambda n: bar.update(task, total=n), progress=lambda n: bar.advance(task, n))
+    for line, reason in report.skipped:
+        err.print(f"halomem: skipped {path}:{line}: {reason}", markup=False)
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        unchanged = f", {len(report.unchanged)} unchanged" if report.unchanged else ""
+        out.print(f"ingested {report.written} turns into {report.namespace}{unchanged}", markup=False)
+
+
+def _bar(as_json: bool):  # noqa: ANN202 - rich.progress.Progress
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    console=err._get(), transient=True, disable=as_json or not err.is_terminal)
+
+
+def _ingest_records(path: Path, ns: Optional[str], fmt: Optional[str], skip_bad: bool, as_json: bool) -> None:
+    ops = data(ns)
+    if str(path) == "-":  # stdin: JSONL unless --format csv
+        report = ops.ingest_bytes(sys.stdin.buffer.read(), fmt=(fmt or "jsonl").lower(), skip_bad=skip_bad,
+                                  label="stdin")
+        path = Path("stdin")
+    else:
+        with _bar(as_json) as bar:
+            task = bar.add_task("embedding", total=None)
+            report = ops.ingest_file(path, fmt=fmt, skip_bad=skip_bad,
+                                     on_parsed=lambda n: bar.update(task, total=n),
+                                     progress=lambda n: bar.advance(task, n),
+                                     on_write=lambda: bar.update(task, description="writing (one transaction)",
+                                                                 total=None))
+    for line, reason in report.skipped:
+        err.print(f"halomem: skipped {path}:{line}: {reason}", markup=False)
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        notes = [f"{len(report.unchanged)} unchanged"] if report.unchanged else []
+        notes += [f"{len(report.superseded)} superseded"] if report.superseded else []
+        notes += [f"{len(report.skipped)} bad lines skipped"] if report.skipped else []
+        out.print(f"ingested {report.written} memories into {report.namespace}"
+                  + (f" ({', '.join(notes)})" if notes else ""), markup=False)
+
+
+def _ingest_documents(paths: List[Path], ns: Optional[str], fmt: Optional[str], include: List[str],
+                      exclude: List[str], prune: bool, strict: bool, dry_run: bool, root_name: Optional[str],
+                      as_json: bool) -> None:
+    from ..intake.files import collect
+    from ..intake.formats import FORMATS
+
+    if fmt is not None and fmt not in set(FORMATS.values()):
+        raise InvalidInputError(f"--format {fmt!r}: jsonl, csv, chat, or one of {', '.join(sorted(set(FORMATS.values())))}")
+    roots, files = collect(paths, include, exclude, root_name)
+    ops = data(ns)
+    with _bar(as_json) as bar:
+        task = bar.add_task("reading and embedding documents", total=len(files))
+        report = ops.ingest_documents(roots, files, fmt=fmt, prune=prune, strict=strict, dry_run=dry_run,
+                                      progress=lambda n: bar.advance(task, n))
+    shown = report if isinstance(report, dict) else report.to_dict()
+    for skipped in shown["skipped"]:
+        err.print(f"halomem: skipped {skipped['path']}: {skipped['reason']}", markup=False)
+    if as_json:
+        emit_json(shown)
+        return
+    counts = shown["counts"]
+    verb = "would ingest" if dry_run else "ingested"
+    out.print(f"{verb} {len(files)} files into {shown['namespace']}: {counts['written']} written "
+              f"({counts['superseded']} superseded), {counts['unchanged']} unchanged, {counts['retired']} retired, "
+              f"{counts['skipped']} skipped", markup=False)

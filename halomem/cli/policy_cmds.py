@@ -9,67 +9,78 @@ import typer
 from ..errors import InvalidInputError
 from .common import JsonOption, NsOption, data, emit_json, literal, out, remote, store
 
-app = typer.Typer(no_args_is_help=True, help="Per-namespace retriever routing.")
+app = typer.Typer(no_args_is_help=True, help="Per-namespace policy: retriever routing and near-copies.")
 
 
 @app.command("set")
-def policy_set(ns: Optional[str] = NsOption, retriever: Optional[str] = typer.Option(None),
-               ab_a: Optional[str] = typer.Option(None, "--ab-a"), ab_b: Optional[str] = typer.Option(None, "--ab-b"),
-               pct_b: Optional[int] = typer.Option(None, "--pct-b"),
+def policy_set(ns: Optional[str] = NsOption,
+               retriever: Optional[str] = typer.Option(None, help="Route every search to this driver (see `halomem "
+                                                       "drivers list`)."),
+               ab_a: Optional[str] = typer.Option(None, "--ab-a", help="A/B split: the driver that answers the rest "
+                                                  "of the queries (arm a)."),
+               ab_b: Optional[str] = typer.Option(None, "--ab-b", help="A/B split: the driver tried on a share of "
+                                                  "the queries (arm b)."),
+               pct_b: Optional[int] = typer.Option(None, "--pct-b", min=0, max=100, help="A/B split: the percentage "
+                                                   "of queries (by a hash of the query) that go to --ab-b."),
                shadow: bool = typer.Option(False, "--shadow", help="With --ab-*: a answers every query; b runs "
                                            "beside it on its share and only its refs are recorded."),
+               consolidate: Optional[str] = typer.Option(None, help="What a write does about a near-copy of a live "
+                                                         "memory: report (name it beside the new id; the default),"
+                                                         " skip-similar (write nothing, name the copy) or off."),
                allow_unmounted: bool = typer.Option(False, "--allow-unmounted", help="Name a driver that is not "
                                                     "installed yet (searches serve baseline until it is)."),
                as_json: bool = JsonOption) -> None:
-    """Route a namespace to one driver (--retriever) or split it (--ab-a A --ab-b B --pct-b 25)."""
+    """Set facets of a namespace's policy: its routing (--retriever NAME, or --ab-a A --ab-b B --pct-b 25)
+    and what writes do about near-copies (--consolidate). Facets not named keep their value."""
+    wanted: dict = {}
     if retriever and not any((ab_a, ab_b, pct_b is not None, shadow)):
-        wanted: dict = {"retriever": retriever}
+        wanted["retriever"] = retriever
     elif not retriever and ab_a and ab_b and pct_b is not None:
-        wanted = {"ab_test": {"a": ab_a, "b": ab_b, "pct_b": pct_b, **({"shadow": True} if shadow else {})}}
-    else:
+        wanted["ab_test"] = {"a": ab_a, "b": ab_b, "pct_b": pct_b, **({"shadow": True} if shadow else {})}
+    elif retriever or ab_a or ab_b or pct_b is not None or shadow:
         raise InvalidInputError("give either --retriever NAME or all of --ab-a, --ab-b and --pct-b")
+    if consolidate is not None:
+        wanted["consolidate"] = consolidate
+    if not wanted:
+        raise InvalidInputError("name a facet to set: --retriever, --ab-a/--ab-b/--pct-b, or --consolidate")
     ops = data(ns)
-    policy = ops.set_policy(None, wanted, allow_unmounted=allow_unmounted)
+    ops.set_policy(None, wanted, allow_unmounted=allow_unmounted)
     where = str(ops.namespace)
+    policy = ops.effective_policy()
     if as_json:
-        emit_json({**policy.to_dict(), "namespace": where, "from": where})
+        emit_json(policy.effective_json(where))
     else:
-        out.print(f"{where}: {describe(policy)} (set here; its descendants without a policy of their own inherit it)")
+        out.print(f"{where}: {policy.describe()} (set here; its descendants without a policy of their own inherit "
+                  "it)", markup=False)
 
 
 @app.command("show")
 def policy_show(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
-    """The effective policy of a namespace and where it comes from."""
+    """The effective policy of a namespace and where each facet comes from."""
     ops = data(ns)
     policy = ops.effective_policy()
-    where, origin = str(ops.namespace), policy.namespace or "default"
+    where = str(ops.namespace)
     if as_json:
-        emit_json({**policy.to_dict(), "namespace": where, "from": origin})
-    else:
+        emit_json(policy.effective_json(where))
+        return
+    for facet, shown in (("routing", policy.describe_routing()),
+                         ("consolidate", f"near-copies: {policy.consolidation}")):
+        origin = policy.origin(facet)
         came = ("set here" if origin == where else "halomem's default" if origin == "default"
                 else f"inherited from {origin}")
-        out.print(f"{where}: {describe(policy)} ({came})")
+        out.print(f"{where}: {shown} ({came})", markup=False)
 
 
 @app.command("clear")
 def policy_clear(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
-    """Remove a namespace's own policy (it inherits again)."""
+    """Remove a namespace's own policy, every facet (it inherits again)."""
     ops = data(ns)
     cleared = ops.clear_policy(None)
     if as_json:
         emit_json({"namespace": str(ops.namespace), "cleared": cleared})
     else:
-        out.print(f"{ops.namespace}: " + ("policy cleared; it inherits again" if cleared else "had no policy of its own"))
-
-
-def describe(policy) -> str:  # noqa: ANN001 - halomem.policy.Policy
-    """A policy in words: 'retriever graph' or 'A/B: baseline, 25% of queries to keyword'."""
-    if policy.ab_test:
-        t = policy.ab_test
-        if t.shadow:
-            return f"A/B shadow: {t.a} answers every query; {t.b} runs beside it on {t.pct_b}% (by query hash)"
-        return f"A/B split: {100 - t.pct_b}% of queries to {t.a}, {t.pct_b}% to {t.b} (by query hash)"
-    return f"retriever {policy.retriever}"
+        out.print(f"{ops.namespace}: " + ("policy cleared; it inherits again" if cleared else "had no policy of its own"),
+                  markup=False)
 
 
 @app.command("export")

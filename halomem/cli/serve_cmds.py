@@ -5,7 +5,7 @@ import os
 
 import typer
 
-from ..admission import DEFAULT_PER_ORG, DEFAULT_PER_PRINCIPAL, DEFAULT_WAIT, Shares
+from ..admission import DEFAULT_PER_ORG, DEFAULT_PER_PRINCIPAL, DEFAULT_PER_SERVER, DEFAULT_WAIT, Shares
 from ..config import DEFAULT_RETENTION_DAYS
 from .common import err, kernel
 
@@ -29,6 +29,9 @@ def register(app: typer.Typer) -> None:
               org_in_flight: int = typer.Option(DEFAULT_PER_ORG, "--org-in-flight", min=0,
                                                 envvar="HALOMEM_ORG_IN_FLIGHT",
                                                 help="The same for all principals of one organisation (0: no limit)."),
+              server_in_flight: int = typer.Option(DEFAULT_PER_SERVER, "--server-in-flight", min=0,
+                                                   help="The same for every caller together: a reserve of database "
+                                                        "connections stays for the server's own work (0: no limit)."),
               share_wait: float = typer.Option(DEFAULT_WAIT, "--share-wait", min=0.0,
                                                help="Seconds a request over its share waits before a 429."),
               query_retention: float = typer.Option(DEFAULT_RETENTION_DAYS, "--query-retention", min=0.0,
@@ -48,7 +51,8 @@ def register(app: typer.Typer) -> None:
         err.print(f"halomem: serving http://{host}:{port} (API /v1, docs /docs, MCP /mcp)", markup=False)
         run_server(k, host=host, port=port, rate=rate_limit, burst=burst, max_body=max_body, access_log=access_log,
                    heads_every=heads_every, refusal_window=refusal_window,
-                   shares=Shares(per_principal=in_flight, per_org=org_in_flight, wait=share_wait),
+                   shares=Shares(per_principal=in_flight, per_org=org_in_flight, per_server=server_in_flight,
+                                 wait=share_wait),
                    query_retention_days=query_retention, drain_seconds=drain)
 
     @app.command()

@@ -5,7 +5,8 @@ with that dimension, and opening the store with another embedder is a clear erro
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+import json
+from typing import Callable, Iterator, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -312,6 +313,53 @@ def _v12_lexicon_events(conn: Connection, dim: int) -> None:
     conn.exec_driver_sql("DROP INDEX IF EXISTS memories_ns_closed_idx")
 
 
+def _batches(conn: Connection, select: str, start: object, column: str) -> Iterator[list[sa.Row]]:
+    """The rows of a backfill's ``select`` (ordered by ``column``, ``:after`` its cursor), a batch at a
+    time, so a large store is migrated without holding all of it in memory."""
+    after = start
+    while True:
+        rows = conn.execute(sa.text(select), {"after": after}).all()
+        if not rows:
+            return
+        yield rows
+        after = getattr(rows[-1], column)
+
+
+def _v13_audit_records(conn: Connection, dim: int) -> None:
+    """Audit rows as typed records (audit.log): ``fields`` as data, hashed canonically. Rows written
+    before keep their text and the hash over it (``row_format`` 1); their fields are read from the
+    text once, here (audit.legacy), so reports, replay and who-saw read every row as data."""
+    from ..records import clean
+    from . import legacy_audit
+
+    conn.exec_driver_sql("ALTER TABLE audit_log ADD COLUMN IF NOT EXISTS fields jsonb NOT NULL DEFAULT '{}'::jsonb")
+    conn.exec_driver_sql("ALTER TABLE audit_log ADD COLUMN IF NOT EXISTS row_format smallint NOT NULL DEFAULT 1")
+    conn.exec_driver_sql("ALTER TABLE audit_log ALTER COLUMN row_format SET DEFAULT 2")
+    conn.exec_driver_sql("ALTER TABLE audit_log ALTER COLUMN detail DROP NOT NULL")
+    for rows in _batches(conn, "SELECT seq, action, detail FROM audit_log WHERE row_format = 1 AND seq > :after"
+                         " ORDER BY seq LIMIT 5000", 0, "seq"):
+        conn.execute(sa.text("UPDATE audit_log AS a SET fields = CAST(v.fields AS jsonb) FROM"
+                             " unnest(CAST(:seqs AS bigint[]), CAST(:fields AS text[])) AS v(seq, fields)"
+                             " WHERE a.seq = v.seq"),
+                     {"seqs": [r.seq for r in rows],
+                      "fields": [json.dumps(clean(legacy_audit.parse(r.action, r.detail or ""))) for r in rows]})
+
+
+def _v14_content_keys(conn: Connection, dim: int) -> None:
+    """Consolidation (write.consolidate): each live row's normalised-text digest, and the index that
+    finds the live row of a namespace holding a text."""
+    from ..texts import content_key
+
+    conn.exec_driver_sql("ALTER TABLE memories ADD COLUMN IF NOT EXISTS content_key text")
+    for rows in _batches(conn, "SELECT id, content FROM memories WHERE content_key IS NULL AND erased_at IS NULL"
+                         " AND id > :after ORDER BY id LIMIT 5000", "", "id"):
+        conn.execute(sa.text("UPDATE memories AS m SET content_key = v.k FROM unnest(CAST(:ids AS text[]),"
+                             " CAST(:keys AS text[])) AS v(id, k) WHERE m.id = v.id"),
+                     {"ids": [r.id for r in rows], "keys": [content_key(r.content) for r in rows]})
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS memories_live_content_idx ON memories (namespace, content_key)"
+                         " WHERE t_valid_to IS NULL AND erased_at IS NULL")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (1, "initial schema", _v1_initial),
     (2, "select-only reader role", _v2_reader_role),
@@ -325,6 +373,8 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (10, "feedback on returned refs", _v10_feedback),
     (11, "history indexes", _v11_history_indexes),
     (12, "the lexicon's history", _v12_lexicon_events),
+    (13, "audit rows as typed records", _v13_audit_records),
+    (14, "content keys for consolidation", _v14_content_keys),
 ]
 LATEST = MIGRATIONS[-1][0]
 

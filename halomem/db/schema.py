@@ -34,6 +34,8 @@ memories = sa.Table(
     sa.Column("content_tsv", TSVECTOR,
               sa.Computed(f"to_tsvector('{TEXT_SEARCH_CONFIG}', content)", persisted=True)),
     sa.Column("key", sa.Text, nullable=True),  # an ingest key: unique among a namespace's live rows
+    # a digest of the normalised text (write.consolidate.content_key): the same text twice is one memory
+    sa.Column("content_key", sa.Text, nullable=True),
     # the row's place among its source's memories in its namespace (halomem.write.places), or NULL
     sa.Column("position", sa.Integer, nullable=True),
     # BM25's per-row inputs, prepared once at write time (halomem.index.lexical): each lexeme's count
@@ -118,11 +120,16 @@ audit_log = sa.Table(
     sa.Column("at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("actor_ns", sa.Text, nullable=False),
     sa.Column("action", sa.Text, nullable=False),
-    sa.Column("detail", sa.Text, nullable=False),
+    # the row's record as data (audit.log): what happened and its fields, hashed canonically
+    sa.Column("fields", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
     sa.Column("request_id", sa.Text, nullable=False),
     sa.Column("prev_hash", sa.Text, nullable=False),
     sa.Column("hash", sa.Text, nullable=False),
     sa.Column("principal", sa.Text, nullable=True),  # the token's principal; None: the local operator
+    # 2: the hash covers ``fields``; 1: a row written before v13, whose hash covers its free-text
+    # ``detail`` (kept for it alone; its fields were read from the text once, by the migration)
+    sa.Column("row_format", sa.SmallInteger, nullable=False, server_default="2"),
+    sa.Column("detail", sa.Text, nullable=True),
 )
 
 # Agent principals (halomem.auth). Only a hash of each token's secret is kept; the reader role
@@ -186,6 +193,18 @@ feedback = sa.Table(
     sa.Column("at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
 )
 
+
+# The tables that can hold personal text (a memory's words, a query, a note, a name), in one list:
+# erase clears a memory's traces in them (write.writer.Writer.erase: its row, passages, mentions,
+# lexicon counts and history, the queries that found it, the notes on it), purge rewrites every one
+# of them so no old row version survives in their files, and the erasure test greps their files.
+PERSONAL_TEXT_TABLES = ("memories", "passages", "mentions", "lexicon", "lexicon_events", "concepts", "entities",
+                        "entity_aliases", "search_queries", "feedback")
+# every other table, and why it holds none (a test holds each table of the schema to one list)
+NO_PERSONAL_TEXT = {"halomem_meta": "settings", "policies": "driver names and splits",
+                    "principals": "token ids, names an operator chose and hashes of secrets",
+                    "audit_log": "ids, counts, kinds and the reasons operators typed: never memory text",
+                    "search_seen": "refs and scores of what searches returned"}
 
 NAMESPACE_INDEX_COMMENT = "halomem namespace index: "
 

@@ -1,13 +1,20 @@
 """keyword: the seed's worked example. 0.6 * cosine + 0.4 * query-term coverage, over the memories
 that matched something (a query term, or a cosine at or above the view's similarity floor).
 
-DRIVER BOUNDARY: imports only halomem.types. Coverage is computed here rather than with the
-kernel's BM25, to show an independent scorer.
+Coverage counts the query's words that carry meaning: "what", "is", "the" are in nearly every
+memory, so a query of a topic only a sibling holds would otherwise cover a little of every row and
+pad k with them.
+
+DRIVER BOUNDARY: imports only halomem.types, the stop words of halomem.embed and the evidence rule of
+halomem.retrieval. Coverage is computed here rather than with the kernel's BM25, to show an
+independent scorer.
 """
 from __future__ import annotations
 
 import re
 
+from halomem.embed.tokenize import STOPWORDS
+from halomem.retrieval.evidence import vector_evidence
 from halomem.types import Capabilities, RetrieverQuery, ScoredRef, estimate_tokens, fit_budget, rank_key
 
 VECTOR_WEIGHT = 0.6
@@ -19,6 +26,11 @@ _TERM = re.compile(r"[a-z0-9]+")
 
 def terms(text: str) -> set[str]:
     return set(_TERM.findall(text.lower()))
+
+
+def content_terms(text: str) -> set[str]:
+    """A query's words that carry meaning (stop words left out)."""
+    return terms(text) - STOPWORDS
 
 
 def coverage(query_terms: set[str], content: str) -> float:
@@ -51,11 +63,11 @@ class KeywordDriver:
         # 3. Score every admitted ref that matched something: a query term, or a cosine at or above the
         #    similarity the embedder gives unrelated texts (a host may not say: then any cosine counts).
         floor = view.similarity_floor() if callable(getattr(view, "similarity_floor", None)) else None
-        query_terms = terms(q.query)
+        query_terms = content_terms(q.query)
         scored = []
         for ref, content in allowed.items():
             covered = coverage(query_terms, content)
-            if not covered and (ref not in cosine or (floor is not None and cosine[ref] < floor)):
+            if not covered and (ref not in cosine or not vector_evidence(cosine[ref], floor)):
                 continue  # matched nothing: never returned to fill k
             score = VECTOR_WEIGHT * max(0.0, cosine.get(ref, 0.0)) + COVERAGE_WEIGHT * covered
             if score > 0:

@@ -37,6 +37,38 @@ def split(text: str, size: int | None) -> list[str]:
         start = min(space + 1 if space >= 0 else nxt, end)
 
 
+def pack(blocks: Sequence[tuple[str, str]], text: str, size: int | None) -> list[str]:
+    """Passages of a structured document (intake.document.Document.blocks: each paragraph with the
+    title and heading it falls under): consecutive paragraphs under one heading packed up to
+    ``size`` characters, each passage led by its heading's context, a paragraph longer than a window
+    cut as ``split`` cuts. The paragraphs within the document's first window are left out: the
+    memory's own vector covers them. [] when ``text`` fits one window, as for any memory."""
+    if not size or len(text) <= size:
+        return []
+    out: list[str] = []
+    context, body = None, ""
+    covered = size  # the head of the text the memory's own vector already covers
+    seen = 0
+    for ctx, paragraph in blocks:
+        seen += len(paragraph) + 2
+        if seen <= covered:
+            continue
+        lead = f"{ctx}\n" if ctx else ""
+        if context == ctx and body and len(lead) + len(body) + 2 + len(paragraph) <= size:
+            body += "\n\n" + paragraph
+            continue
+        if body:
+            out.append((f"{context}\n" if context else "") + body)
+        context, body = ctx, ""
+        if len(lead) + len(paragraph) <= size:
+            body = paragraph
+        else:
+            out.extend(lead + piece for piece in split(paragraph, max(size - len(lead), size // 2)))
+    if body:
+        out.append((f"{context}\n" if context else "") + body)
+    return out
+
+
 @dataclass(frozen=True)
 class Embedded:
     """A memory's vector and its passages' vectors ([] when it fits the window), and whose they are."""
@@ -46,13 +78,16 @@ class Embedded:
     by: str  # the embedder's name (write.vector_swap checks it against the store's)
 
 
-def embed_memories(embedder: Any, texts: Sequence[str]) -> list[Embedded]:
+def embed_memories(embedder: Any, texts: Sequence[str],
+                   structures: Sequence[Sequence[tuple[str, str]] | None] | None = None) -> list[Embedded]:
     """Each text's vector and passage vectors, in one call to the embedder (one request when remote);
-    bulk work at a lower CPU priority, pausing for other callers (embed.low_priority)."""
+    bulk work at a lower CPU priority, pausing for other callers (embed.low_priority). A text with a
+    structure (a document's blocks) is cut into passages along it (``pack``), others by window."""
     from .low_priority import BULK_CHARS, embed_in_chunks, run_bulk
 
     size = passage_chars(embedder)
-    pieces = [split(t, size) for t in texts]
+    structures = structures or [None] * len(texts)
+    pieces = [pack(blocks, t, size) if blocks else split(t, size) for t, blocks in zip(texts, structures)]
     every = [*texts, *(p for ps in pieces for p in ps)]
     chars = 0 if getattr(embedder, "remote", False) else sum(len(t) for t in texts)  # a service's CPU is not ours
     work = (lambda: embed_in_chunks(embedder.embed, every)) if chars > BULK_CHARS else (lambda: embedder.embed(every))

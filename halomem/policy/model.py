@@ -1,4 +1,5 @@
-"""Policy values: `retriever: NAME` or `ab_test: {a, b, pct_b[, shadow]}`.
+"""Policy values, facet by facet: routing (`retriever: NAME` or `ab_test: {a, b, pct_b[, shadow]}`)
+and `consolidate` (what a write does about a near-copy).
 
 The A/B arm is chosen by hashing the query text (32-bit FNV-1a) against pct_b, so the same query
 always routes to the same arm: retries, replays and caches never flip drivers mid-flight. With
@@ -44,17 +45,93 @@ class ABTest:
         return self.b if self.shadow and self.picks_b(query) else None
 
 
+CONSOLIDATE = ("off", "report", "skip-similar")  # what a write does about a near-copy (write.consolidate)
+DEFAULT_CONSOLIDATE = "report"
+FACETS = ("routing", "consolidate")  # set, inherited and cleared one by one
+
+
 @dataclass(frozen=True)
 class Policy:
+    """A namespace's policy: the facets it sets itself (``to_dict``), or, from ``effective_policy``,
+    each facet from the nearest namespace of the lineage that sets it, else halomem's default.
+
+    - routing: ``retriever: NAME`` or ``ab_test: {a, b, pct_b[, shadow]}``: which driver searches;
+    - ``consolidate``: off | report | skip-similar: what a write does about a near-copy of a live
+      memory (report it beside the new id, the default; or write nothing and name the copy).
+    """
+
     retriever: str | None = None
     ab_test: ABTest | None = None
-    namespace: str | None = None  # where it was set (for inherited policies)
+    namespace: str | None = None  # whose policy this is; of an effective one: where its routing was set
+    consolidate: str | None = None
+    origins: tuple[tuple[str, str], ...] = ()  # (facet, namespace it came from) of an effective policy
+
+    @property
+    def routes(self) -> bool:
+        return bool(self.retriever or self.ab_test)
+
+    @property
+    def consolidation(self) -> str:
+        return self.consolidate or DEFAULT_CONSOLIDATE
+
+    def origin(self, facet: str) -> str:
+        """The namespace a facet of an effective policy came from, or "default"."""
+        return dict(self.origins).get(facet, "default")
 
     def to_dict(self) -> dict[str, Any]:
+        """The facets set (the whole effective policy, defaults included, for an effective one)."""
+        out: dict[str, Any] = {}
         if self.ab_test:
             t = self.ab_test
-            return {"ab_test": {"a": t.a, "b": t.b, "pct_b": t.pct_b, **({"shadow": True} if t.shadow else {})}}
-        return {"retriever": self.retriever}
+            out["ab_test"] = {"a": t.a, "b": t.b, "pct_b": t.pct_b, **({"shadow": True} if t.shadow else {})}
+        elif self.retriever:
+            out["retriever"] = self.retriever
+        if self.consolidate:
+            out["consolidate"] = self.consolidate
+        return out
+
+    def effective_json(self, where: str) -> dict[str, Any]:
+        """The one JSON shape of an effective policy (results.PolicyJSON): every facet, defaults
+        included, with the namespace each came from ("default": halomem's own)."""
+        origins = dict(self.origins)
+        return {**self.to_dict(), "consolidate": self.consolidation, "namespace": where,
+                "from": origins.get("routing", "default"),
+                "origins": {facet: origins.get(facet, "default") for facet in FACETS}}
+
+    @classmethod
+    def from_effective_json(cls, data: dict[str, Any]) -> "Policy":
+        """An effective policy as ``effective_json`` wrote it (the remote client reads it back)."""
+        facets = {k: v for k, v in data.items() if k in ("retriever", "ab_test", "consolidate")}
+        origins = tuple(sorted((k, v) for k, v in (data.get("origins") or {}).items() if v != "default"))
+        parsed = parse_policy(facets)
+        source = data.get("from")
+        return cls(parsed.retriever, parsed.ab_test, None if source in (None, "default") else source,
+                   parsed.consolidate, origins)
+
+    def describe_routing(self) -> str:
+        """The routing in words: 'retriever graph' or 'A/B split: 75% of queries to baseline, ...'."""
+        if self.ab_test:
+            t = self.ab_test
+            if t.shadow:
+                return f"A/B shadow: {t.a} answers every query; {t.b} runs beside it on {t.pct_b}% (by query hash)"
+            return f"A/B split: {100 - t.pct_b}% of queries to {t.a}, {t.pct_b}% to {t.b} (by query hash)"
+        return f"retriever {self.retriever or DEFAULT_POLICY.retriever}"
+
+    def describe(self) -> str:
+        """The policy in words, for people (`policy set/show`, `policy report`)."""
+        return self.describe_routing() + f"; near-copies: {self.consolidation}"
+
+    def merged(self, nearer: "Policy", where: str) -> "Policy":
+        """This (an ancestor's effective policy) with each facet ``nearer`` (set at ``where``) sets."""
+        origins = dict(self.origins)
+        routing = (self.retriever, self.ab_test, self.namespace)
+        if nearer.routes:
+            routing = (nearer.retriever, nearer.ab_test, where)
+            origins["routing"] = where
+        consolidate = self.consolidate
+        if nearer.consolidate:
+            consolidate, origins["consolidate"] = nearer.consolidate, where
+        return Policy(*routing, consolidate=consolidate, origins=tuple(sorted(origins.items())))
 
 
 # a namespace with no policy of its own or inherited: the best shipped driver on the dev sets
@@ -69,29 +146,47 @@ def _driver_name(value: Any, what: str) -> str:
 
 
 def parse_policy(data: Any, namespace: str | None = None) -> Policy:
-    """Validate a policy mapping (from YAML, JSON or the database)."""
-    if not isinstance(data, dict):
-        raise InvalidInputError("policy must be a mapping with 'retriever' or 'ab_test'")
+    """Validate a policy mapping (from YAML, JSON or the database): one or more facets."""
+    if not isinstance(data, dict) or not data:
+        raise InvalidInputError("policy must be a mapping with 'retriever' or 'ab_test', and/or 'consolidate'")
     data = {("ab_test" if k == "abTest" else k): v for k, v in data.items()}
-    keys = set(data)
-    if keys == {"retriever"}:
-        return Policy(retriever=_driver_name(data["retriever"], "retriever"), namespace=namespace)
-    if keys == {"ab_test"}:
-        t = data["ab_test"]
-        if not isinstance(t, dict):
-            raise InvalidInputError("policy: ab_test must be a mapping {a, b, pct_b}")
-        t = {("pct_b" if k == "pctB" else k): v for k, v in t.items()}
-        if not {"a", "b", "pct_b"} <= set(t) <= {"a", "b", "pct_b", "shadow"}:
-            raise InvalidInputError("policy: ab_test needs exactly a, b and pct_b (and optionally shadow)")
-        shadow = t.get("shadow", False)
-        if not isinstance(shadow, bool):
-            raise InvalidInputError("policy: ab_test.shadow must be true or false")
-        pct = t["pct_b"]
-        if isinstance(pct, bool) or not isinstance(pct, int) or not 0 <= pct <= 100:
-            raise InvalidInputError("policy: pct_b must be an integer from 0 to 100")
-        return Policy(ab_test=ABTest(_driver_name(t["a"], "ab_test.a"), _driver_name(t["b"], "ab_test.b"), pct,
-                                     shadow), namespace=namespace)
-    raise InvalidInputError(f"policy must have exactly one of 'retriever' or 'ab_test' (got {sorted(keys)})")
+    unknown = sorted(set(data) - {"retriever", "ab_test", "consolidate"})
+    if unknown:
+        raise InvalidInputError(f"policy: unknown key(s) {', '.join(map(str, unknown))} (allowed: retriever, ab_test,"
+                                " consolidate)")
+    if "retriever" in data and "ab_test" in data:
+        raise InvalidInputError("policy must have at most one of 'retriever' or 'ab_test'")
+    retriever = _driver_name(data["retriever"], "retriever") if "retriever" in data else None
+    ab_test = _ab_test(data["ab_test"]) if "ab_test" in data else None
+    consolidate = data.get("consolidate")
+    if consolidate is not None and consolidate not in CONSOLIDATE:
+        raise InvalidInputError(f"policy: consolidate must be one of {', '.join(CONSOLIDATE)}")
+    return Policy(retriever, ab_test, namespace, consolidate)
+
+
+def _ab_test(t: Any) -> ABTest:
+    if not isinstance(t, dict):
+        raise InvalidInputError("policy: ab_test must be a mapping {a, b, pct_b}")
+    t = {("pct_b" if k == "pctB" else k): v for k, v in t.items()}
+    if not {"a", "b", "pct_b"} <= set(t) <= {"a", "b", "pct_b", "shadow"}:
+        raise InvalidInputError("policy: ab_test needs exactly a, b and pct_b (and optionally shadow)")
+    shadow = t.get("shadow", False)
+    if not isinstance(shadow, bool):
+        raise InvalidInputError("policy: ab_test.shadow must be true or false")
+    pct = t["pct_b"]
+    if isinstance(pct, bool) or not isinstance(pct, int) or not 0 <= pct <= 100:
+        raise InvalidInputError("policy: pct_b must be an integer from 0 to 100")
+    return ABTest(_driver_name(t["a"], "ab_test.a"), _driver_name(t["b"], "ab_test.b"), pct, shadow)
+
+
+def combine(own: dict[str, Any] | None, wanted: dict[str, Any]) -> dict[str, Any]:
+    """A namespace's own policy after setting ``wanted``'s facets (the others it set stay)."""
+    out = dict(own or {})
+    if "retriever" in wanted or "ab_test" in wanted:
+        out.pop("retriever", None)
+        out.pop("ab_test", None)
+    out.update(wanted)
+    return out
 
 
 def choose_driver(policy: Policy, query: str) -> str:

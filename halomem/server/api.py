@@ -9,25 +9,29 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal, Optional
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.security import HTTPBearer
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..auth.store import parse_duration
 from ..errors import AuthenticationError, InvalidInputError
-from ..limits import MAX_AS_OF_CHARS, MAX_BATCH, MAX_BUDGET, MAX_ID_CHARS, MAX_K, MAX_NOTE_CHARS, MAX_PAGE, namespace
+from ..limits import MAX_AS_OF_CHARS, MAX_AUDIT_ROWS, MAX_BATCH, MAX_BUDGET, MAX_ID_CHARS, MAX_K, MAX_NOTE_CHARS, MAX_PAGE, namespace
 from ..ops import Operations
 from ..pipeline import Pipeline
 from ..results import (AuditJSON, BatchJSON, ChainJSON, ConceptsJSON, ConceptStoredJSON, EntitiesJSON, EntityAddedJSON,
                        AuditStatusJSON, FeedbackJSON, NamespacesJSON, PolicyReportJSON,
-                       ErasedJSON, IngestJSON, IssuedTokenJSON, MaterializedJSON, MemoryJSON, NewMemoryJSON, PageJSON,
+                       DocumentsJSON, ErasedJSON, IngestJSON, IssuedTokenJSON, MaterializedJSON, MemoryJSON, NewMemoryJSON, PageJSON,
                        PolicyJSON, ReplayJSON, SearchJSON, SupersededJSON, TokenJSON, TokensJSON, WhoamiJSON,
                        WhoSawJSON)
 from .edge import current
 from .openapi import ALL_ROUTES, problems, shape
 
 CALLER_FIELDS = ("namespace", "ns", "caller", "caller_namespace")
+MAX_UPLOAD_FILES = 1000  # documents one upload may carry (within the server's body limit)
+# reads whose cost grows with the audit trail: admitted, but yielding to callers in flight (admission)
+COSTLY_READS = frozenset({"GET /v1/audit", "GET /v1/audit/status", "GET /v1/audit/who-saw",
+                          "POST /v1/audit/replay/{seq}", "GET /v1/policy/report", "GET /v1/namespaces"})
 MAX_LABEL = 255
 
 
@@ -96,6 +100,9 @@ class PolicyIn(Closed):
     allow_unmounted: bool = Field(False, description="Accept a driver not mounted on this server (to be "
                                                      "installed later); searches serve baseline until it is.")
     ab_test: Optional[dict[str, Any]] = None
+    consolidate: Optional[Literal["off", "report", "skip-similar"]] = Field(None, description=(
+        "What a write does about a near-copy of a live memory: report it beside the new id (the default), "
+        "write nothing and name the copy (skip-similar), or neither (off)."))
 
 
 class TokenIn(Closed):
@@ -157,13 +164,16 @@ def build_router(pipeline: Pipeline) -> APIRouter:
             responses={**shape(BatchJSON, 201), **problems(409)})
     def remember_many(body: BatchIn, ops: Operations = Ops) -> dict[str, Any]:
         report = ops.remember_many([m.model_dump(exclude_none=True) for m in body.memories])
-        return {"written": report.written, "ids": report.ids, "namespace": report.namespace,
-                "request_id": report.request_id}
+        return report.to_batch_dict()
 
-    @r.post("/memories", status_code=201, summary="Remember one memory in the caller's namespace",
-            responses={**shape(NewMemoryJSON, 201), **problems(409)})
-    def remember(body: MemoryIn, ops: Operations = Ops) -> dict[str, Any]:
-        return ops.remember(body.content, source=body.source, provenance=body.provenance).to_dict()
+    @r.post("/memories", status_code=201, summary="Remember one memory in the caller's namespace (consolidated: "
+            "the same text already live answers its id, 200, status unchanged)",
+            responses={**shape(NewMemoryJSON, 201), **shape(NewMemoryJSON, 200), **problems(409)})
+    def remember(body: MemoryIn, response: Response, ops: Operations = Ops) -> dict[str, Any]:
+        made = ops.remember(body.content, source=body.source, provenance=body.provenance)
+        if made.status != "created":
+            response.status_code = 200  # nothing was created: the existing memory answers
+        return made.to_dict()
 
     @r.post("/memories:ingest", status_code=201, summary="Bulk ingest a JSONL body (all or nothing)",
             openapi_extra={"requestBody": {"content": {"application/x-ndjson": {"schema": {"type": "string"}}}}},
@@ -174,11 +184,46 @@ def build_router(pipeline: Pipeline) -> APIRouter:
                      ops: Operations = Ops) -> dict[str, Any]:
         from starlette.concurrency import run_in_threadpool
 
-        if format not in ("jsonl", "csv"):
-            raise InvalidInputError("format must be jsonl or csv")
+        if format not in ("jsonl", "csv", "chat"):
+            raise InvalidInputError("format must be jsonl, csv or chat")
         raw = await request.body()
         label = neutralized(name) if name else f"body.{format}"
         report = await run_in_threadpool(ops.ingest_bytes, raw, fmt=format, skip_bad=skip_bad, label=label)
+        return report.to_dict()
+
+    @r.post("/documents", status_code=201, summary="Ingest documents (multipart upload; each part's file name is "
+            "its path under the root): one memory per file, re-run safely",
+            openapi_extra={"requestBody": {"content": {"multipart/form-data": {"schema": {
+                "type": "object", "properties": {"files": {"type": "array", "items": {
+                    "type": "string", "format": "binary"}}}}}}}},
+            responses={**shape(DocumentsJSON, 201), **problems(409)})
+    async def documents(request: Request,
+                        root: str = Query(..., max_length=100, description="The root's name: keys are ROOT/path."),
+                        prune: bool = Query(False, description="The upload is the whole folder: retire the memories "
+                                            "of its files that are not in it."),
+                        strict: bool = Query(False, description="Refuse the whole upload if a file cannot be read."),
+                        dry_run: bool = Query(False, description="Say what would happen; write nothing."),
+                        format: Optional[str] = Query(None, description="Read every file as this format "  # noqa: A002
+                                                      "(markdown, text, rst, html, pdf)."),
+                        ops: Operations = Ops) -> dict[str, Any]:
+        from starlette.concurrency import run_in_threadpool
+
+        from ..intake.files import Root, SourceFile, check_relative, check_root_name
+        from ..intake.formats import FORMATS
+
+        if format is not None and format not in set(FORMATS.values()):
+            raise InvalidInputError(f"format must be one of {', '.join(sorted(set(FORMATS.values())))}")
+        name = check_root_name(root)
+        try:
+            form = await request.form(max_files=MAX_UPLOAD_FILES, max_fields=8)
+        except Exception as exc:  # noqa: BLE001 - a malformed multipart body is the caller's
+            raise InvalidInputError(f"not a multipart/form-data body of files ({type(exc).__name__})") from None
+        uploads = [f for f in form.getlist("files") if hasattr(f, "read")]
+        if not uploads:
+            raise InvalidInputError("no files: send each document as a 'files' part, its name its path")
+        files = [SourceFile(name, check_relative(u.filename or ""), await u.read()) for u in uploads]
+        report = await run_in_threadpool(ops.ingest_documents, [Root(name, prune)], files, fmt=format, prune=prune,
+                                         strict=strict, dry_run=dry_run)
         return report.to_dict()
 
     @r.post("/memories/{memory_id}/supersede", status_code=201, summary="Replace a chain's head",
@@ -232,19 +277,17 @@ def build_router(pipeline: Pipeline) -> APIRouter:
 
     @r.get("/policy", summary="The caller's effective policy", responses=shape(PolicyJSON))
     def own_policy(ops: Operations = Ops) -> dict[str, Any]:
-        policy = ops.effective_policy()
-        return {**policy.to_dict(), "namespace": ops.namespace.path, "from": policy.namespace or "default"}
+        return ops.effective_policy().effective_json(ops.namespace.path)
 
     @r.get("/policies/{target:path}", summary="A namespace's effective policy (admin)", responses=shape(PolicyJSON))
     def get_policy(target: str, ops: Operations = Ops) -> dict[str, Any]:
-        policy = ops.effective_policy(namespace(target))
-        return {**policy.to_dict(), "namespace": target, "from": policy.namespace or "default"}
+        return ops.effective_policy(namespace(target)).effective_json(target)
 
     @r.put("/policies/{target:path}", summary="Set a namespace's policy (admin)", responses=shape(PolicyJSON))
     def set_policy(target: str, body: PolicyIn, ops: Operations = Ops) -> dict[str, Any]:
         data = body.model_dump(exclude_none=True, exclude={"allow_unmounted"})
-        return {**ops.set_policy(namespace(target), data, allow_unmounted=body.allow_unmounted).to_dict(),
-                "namespace": target}
+        ops.set_policy(namespace(target), data, allow_unmounted=body.allow_unmounted)
+        return ops.effective_policy(namespace(target)).effective_json(target)
 
     @r.delete("/policies/{target:path}", summary="Clear a namespace's own policy (admin)")
     def clear_policy(target: str, ops: Operations = Ops) -> dict[str, Any]:
@@ -252,10 +295,12 @@ def build_router(pipeline: Pipeline) -> APIRouter:
 
     @r.get("/audit", summary="The newest audit rows of the caller's namespace and below (admin)",
            responses=shape(AuditJSON))
-    def audit_tail(n: int = 20, action: Optional[str] = None, ops: Operations = Ops) -> dict[str, Any]:
-        if not 1 <= n <= 10_000:
-            raise InvalidInputError("n must be between 1 and 10000")
-        return {"rows": jsonable(ops.audit_tail(n, action))}
+    def audit_tail(n: int = Query(20, description=f"Rows on this page (1-{MAX_AUDIT_ROWS})."),
+                   action: Optional[str] = Query(None, max_length=40, description="Only this action."),
+                   before: Optional[int] = Query(None, ge=1, le=2**63 - 1, description=(
+                       "Only rows older than this seq: the previous page's first seq, to page back.")),
+                   ops: Operations = Ops) -> dict[str, Any]:
+        return {"rows": [row.to_dict() for row in ops.audit_tail(n, action, before)]}
 
     @r.get("/audit/who-saw", summary="Requests made in the caller's namespace and below that were returned a"
            " version of a memory (admin)", responses=shape(WhoSawJSON))

@@ -20,7 +20,7 @@ from ..admission import Shares
 from ..config import DEFAULT_RETENTION_DAYS
 from ..kernel import Kernel
 from ..pipeline import DEFAULT_REFUSAL_WINDOW, Pipeline
-from .api import build_router
+from .api import COSTLY_READS, build_router
 from .console import console_routes
 from .edge import Edge, current
 from .limits import DEFAULT_MAX_BODY
@@ -64,6 +64,7 @@ def create_app(kernel: Kernel, *, host: str = "127.0.0.1", port: int = 8080, rat
                   description="Governed organizational memory for AI agents. Every /v1 route and /mcp need "
                               "`Authorization: Bearer hm_...`; the token decides the caller's namespace. Errors "
                               "are application/problem+json (RFC 9457) with the request's id.")
+    app.router.redirect_slashes = False  # a redirect would be built from the request's Host header
     docs_routes(app, app.openapi_url)
     console_routes(app)
     problem_media_type(app)
@@ -138,7 +139,7 @@ def create_app(kernel: Kernel, *, host: str = "127.0.0.1", port: int = 8080, rat
     for route in mcp_app.routes:  # /mcp only: every other path is the API's (problem+json 404s)
         app.router.routes.append(route)
     app.add_middleware(Edge, pipeline=pipeline, max_body=max_body, routes=[*api.routes, *mcp_app.routes],
-                       metrics=metrics, access_log=access_log)
+                       metrics=metrics, access_log=access_log, costly=COSTLY_READS)
     app.state.pipeline = pipeline
     return app
 
@@ -157,6 +158,29 @@ def _every(seconds: float, name: str, work: Any) -> None:
                 log.warning("%s: not done this round", name)
 
     threading.Thread(target=loop, name=name, daemon=True).start()
+
+
+FULL_VERIFY_EVERY = 24 * 3600.0
+
+
+def _verify_in_background(kernel: Kernel) -> None:
+    """Verify the chain while serving: at start from the last verified position (so an admin's
+    status check finds little left to do), then all of it once a day (a status check recomputes only
+    the rows after the last verified position: the daily pass catches an edit further back). Both
+    yield the interpreter between batches; a broken chain is logged."""
+    import threading
+
+    def loop() -> None:
+        full = False
+        while True:
+            try:
+                kernel.maintain_audit(full=full)
+            except Exception:  # noqa: BLE001 - the database may be briefly away: try at the next pass
+                log.warning("audit verification: not done this round")
+            full = True
+            time.sleep(FULL_VERIFY_EVERY)
+
+    threading.Thread(target=loop, name="audit-verify", daemon=True).start()
 
 
 def serve(kernel: Kernel, *, host: str, port: int, rate: float, burst: int, max_body: int,
@@ -183,6 +207,7 @@ def serve(kernel: Kernel, *, host: str, port: int, rate: float, burst: int, max_
                      metrics_token=os.environ.get("HALOMEM_METRICS_TOKEN", "").strip() or None)
     if heads_every > 0:  # the audit head outside the database while serving (audit.heads)
         _every(heads_every, "audit-heads", kernel.record_audit_head)
+    _verify_in_background(kernel)
     _every(max(1.0, refusal_window), "refusal-summaries", pipeline.write_summaries)
     if query_retention_days > 0:  # search query texts are user data (audit.seen): kept only this long
         kernel.prune_queries(query_retention_days)

@@ -18,10 +18,11 @@ import anyio.to_thread
 
 from .. import audit
 from ..db.replicas import parse_lsn
-from ..errors import HalomemError, InvalidInputError, PayloadTooLargeError, ServiceUnreachableError
+from ..errors import (HalomemError, InvalidInputError, MethodNotAllowedError, PayloadTooLargeError,
+                      ServiceUnreachableError)
 from ..pipeline import Pipeline, Request, error_for_status
 from .problems import from_error, from_unexpected
-from .console import CONSOLE_PATH
+from .console import CONSOLE_PATH, HEADERS as CONSOLE_HEADERS
 
 # /metrics: its own token; /console: static files (server.console), every action it takes is a /v1 call
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/docs", "/openapi.json", "/metrics", CONSOLE_PATH})
@@ -62,17 +63,22 @@ def bearer(scope: dict[str, Any]) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def _does_work(scope: dict[str, Any]) -> bool:
-    """Whether a request takes a share of its caller's in-flight work (halomem.admission). MCP's
-    standing GET stream (server-to-client notifications) and its DELETE (session end) do none, and
-    the stream lives as long as the session: counted, it would hold the caller's share for good."""
-    return not (scope["path"] == MCP_PATH and scope["method"] != "POST")
+def check_mcp_method(scope: dict[str, Any]) -> None:
+    """MCP over HTTP here is stateless: every message is a POST answered in full. A standing GET
+    stream (server-to-client notifications of a session) would have nothing to carry and would hold
+    a connection and a file descriptor for as long as a client likes, so it is not offered: 405, as
+    the MCP transport allows, and so is DELETE (there is no session to end). No caller can hold
+    streams open, however many tokens it mints."""
+    if scope["path"] == MCP_PATH and scope["method"] != "POST":
+        raise MethodNotAllowedError("MCP here is stateless: POST each message (no standing GET stream, "
+                                    "no session to DELETE)", allow="POST")
 
 
 class Edge:
     def __init__(self, app: Any, pipeline: Pipeline, max_body: int, routes: Any = (), metrics: Any = None,
-                 access_log: bool = False) -> None:
+                 access_log: bool = False, costly: frozenset[str] = frozenset()) -> None:
         self.app = app
+        self.costly = costly  # routes ("GET /v1/audit") whose cost grows with the trail: they defer
         self.pipeline = pipeline
         self.max_body = max_body
         self.routes = routes  # the app's routes: audit rows name a route's template, never the path
@@ -102,7 +108,8 @@ class Edge:
                 if not public and not (scope["path"] == MCP_PATH and status == 202):  # 202: MCP notifications
                     await anyio.to_thread.run_sync(self.pipeline.finish, request, error, status)
                 self._observe(request, status, error, time.perf_counter() - began)
-                headers = [*message.get("headers", []), (b"x-request-id", request.request_id.encode())]
+                headers = _protected(scope["path"], [*message.get("headers", []),
+                                                     (b"x-request-id", request.request_id.encode())])
                 token = request.consistency.token() if self.pipeline.kernel.router.enabled else None
                 if token:  # read replicas: send it back and your next read sees what you wrote
                     headers.append((CONSISTENCY_HEADER, token.encode()))
@@ -113,9 +120,9 @@ class Edge:
             check_target(scope)
             if not public:
                 await anyio.to_thread.run_sync(self.pipeline.authenticate, request, bearer(scope))
+            check_mcp_method(scope)
             body = await self._read_body(scope, receive)
-            if _does_work(scope):
-                await self.pipeline.admit(request, len(body), anyio.sleep)
+            await self.pipeline.admit(request, len(body), anyio.sleep, costly=request.route in self.costly)
             caller = request.caller
             with audit.tracing(request), audit.acting_as(caller.principal_id if caller else None), \
                     self.pipeline.bulk_yields(request):
@@ -179,6 +186,19 @@ class Edge:
             if not message.get("more_body"):
                 break
         return b"".join(chunks)
+
+
+def _protected(path: str, headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """Every answer under /console carries the console's policy (CSP, no framing, no sniffing), its
+    errors and redirects included; every other answer but the packaged docs is never cached (a
+    token's secret, memories, audit rows: nothing for a shared cache or the browser's history)."""
+    if path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/"):
+        fixed = {name.lower().encode(): value.encode() for name, value in CONSOLE_HEADERS.items()}
+    elif path == "/docs" or path.startswith(DOCS_ASSETS + "/"):
+        return headers
+    else:
+        fixed = {b"cache-control": b"no-store"}
+    return [(k, v) for k, v in headers if k.lower() not in fixed] + list(fixed.items())
 
 
 def _replay(body: bytes, receive: Any) -> Any:

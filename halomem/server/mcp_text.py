@@ -61,14 +61,31 @@ def recent(page: Mapping[str, Any]) -> str:
 
 
 def written(made: Mapping[str, Any]) -> str:
+    near = [s["id"] for s in made.get("similar") or ()]
+    if made.get("status") == "unchanged":
+        return f"Already remembered as {made['id']} in {made['namespace']}: nothing new was written."
+    if made.get("status") == "similar":
+        return (f"Not written: it nearly repeats {', '.join(near)} in {made['namespace']}. If the fact changed, "
+                f"supersede {near[0]} with the new text.")
     line = f"Remembered as {made['id']} in {made['namespace']}"
     if made.get("supersedes"):
         line = f"Superseded {made['supersedes']}: the new version is {made['id']} in {made['namespace']}"
-    return line + (f" (source {made['source']})." if made.get("source") else ".")
+    line += f" (source {made['source']})." if made.get("source") else "."
+    if near:
+        line += f" It nearly repeats {', '.join(near)}: if that fact changed, supersede it instead."
+    return line
 
 
 def written_many(batch: Mapping[str, Any]) -> str:
-    return f"Remembered {batch['written']} memories in {batch['namespace']}: {', '.join(batch['ids'])}."
+    items = batch.get("items") or []
+    kept = sum(i.get("status") in ("unchanged", "similar") for i in items)
+    near = sorted({s["id"] for i in items for s in i.get("similar") or ()})
+    line = f"Remembered {batch['written']} memories in {batch['namespace']}: {', '.join(batch['ids']) or 'none'}."
+    if kept:
+        line += f" {kept} were already remembered (or nearly), nothing new written for them."
+    if near:
+        line += f" Near-copies of live memories: {', '.join(near)}."
+    return line
 
 
 def erased(done: Mapping[str, Any]) -> str:

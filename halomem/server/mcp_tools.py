@@ -271,7 +271,9 @@ def build_mcp(kernel: Kernel, pipeline: Pipeline, *, http: bool = False, stdio_t
 
     @mcp.tool(title="Remember", annotations=ADDS, description=(
         "Remember one durable fact in your namespace; returns its id. When it replaces an existing memory, use "
-        "supersede instead (the history is kept)."))
+        "supersede instead (the history is kept). The same text already remembered is not written twice "
+        "(status unchanged, its id); a near-copy of a live memory is named in `similar`: supersede that one if "
+        "the fact changed."))
     async def remember(content: Content, source: Source = None) -> Annotated[CallToolResult, NewMemoryJSON]:
         made = (await call(lambda ops: ops.remember(content, source=source))).to_dict()
         return answer(made, mcp_text.written(made))
@@ -282,8 +284,7 @@ def build_mcp(kernel: Kernel, pipeline: Pipeline, *, http: bool = False, stdio_t
                                                                         description="The facts to remember.")]
                             ) -> Annotated[CallToolResult, BatchJSON]:
         report = await call(lambda ops: ops.remember_many([m.model_dump(exclude_none=True) for m in memories]))
-        batch = {"written": report.written, "ids": report.ids, "namespace": report.namespace,
-                 "request_id": report.request_id}
+        batch = report.to_batch_dict()
         return answer(batch, mcp_text.written_many(batch))
 
     @mcp.tool(title="Supersede", annotations=ADDS, description=(

@@ -36,6 +36,8 @@ def from_error(exc: HalomemError, request_id: str | None = None) -> JSONResponse
         headers["Retry-After"] = str(max(1, round(exc.retry_after)))
     if exc.http_status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="halomem"'
+    if getattr(exc, "allow", None):
+        headers["Allow"] = exc.allow
     first_line = (str(exc).strip().splitlines() or [exc.kind])[0]
     return problem(exc.http_status, exc.slug, exc.kind, first_line, exit_code=exc.exit_code,
                    request_id=request_id, headers=headers)

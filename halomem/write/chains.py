@@ -22,6 +22,19 @@ def close_head(conn: Any, ns: Namespace, old_id: str, new_id: str) -> sa.Row | N
         .returning(memories.c.source, memories.c.position)).first()
 
 
+def retire_heads(conn: Any, ns: Namespace, ids: list[str]) -> list[str]:
+    """End the validity of those of ``ids`` that are live heads of ``ns``, with no successor: the
+    fact is no longer current (its document is gone, its time to live passed). History and as-of
+    still show it; returns the ids closed."""
+    if not ids:
+        return []
+    return list(conn.execute(
+        sa.update(memories)
+        .where(memories.c.id.in_(ids), memories.c.namespace == ns.path,
+               memories.c.t_valid_to.is_(None), memories.c.erased_at.is_(None))
+        .values(t_valid_to=sa.func.now()).returning(memories.c.id)).scalars())
+
+
 def successor_source(given: str | None, closed: sa.Row) -> str | None:
     """A successor keeps its predecessor's source unless it names one."""
     return given if given is not None else closed.source

@@ -12,7 +12,6 @@ embedder's vectors, before or after, and a running server follows the swap.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -195,9 +194,8 @@ def _swap(engine: sa.Engine, target: Embedder, pairs: list[tuple[str, str]], req
             conn.execute(sa.update(meta).where(meta.c.key == key).values(value=value))
         conn.execute(sa.delete(meta).where(meta.c.key == TARGET_KEY))
         frm = f"{old}/{old_dim}"
-        audit.append(conn, audit.STORE_NS, "reembed",
-                     f"reembed ok from={json.dumps(frm)} to={json.dumps(_identity(target))} memories={counts['memories']}"
-                     f" passages={counts['passages']} concepts={counts['concepts']}", request_id)
+        audit.append(conn, audit.STORE_NS, "reembed", {"outcome": "ok", "from": frm, "to": _identity(target), **counts},
+                     request_id)
     return frm, counts
 
 

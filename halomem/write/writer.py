@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import re
 import secrets
 import uuid
@@ -17,7 +16,7 @@ from .. import audit
 from ..audit.feedback import forget_notes
 from ..audit.seen import forget_queries_that_returned
 from ..cold import check_concept_path
-from ..db.schema import concepts, entities, entity_aliases, memories, passages, policies
+from ..db.schema import PERSONAL_TEXT_TABLES, concepts, entities, entity_aliases, memories, passages, policies
 from ..embed.passages import Embedded, embed_memories
 from ..embed.registry import ActiveEmbedder
 from ..embed.tokenize import word_boundary_pattern
@@ -25,9 +24,10 @@ from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..index import IndexReader, Scope
 from ..index.acl import mentionable
 from ..limits import check_entity_names
+from ..policy.model import Policy, combine, parse_policy
 from ..results import NewMemory
 from ..types import Namespace
-from . import chains, lexicon, places
+from . import chains, consolidate, lexicon, places
 from .mentions import forget_mentions, mentioned_entities, record_mentions
 from .validate import check_content, check_provenance, check_source
 from .vector_swap import forget_shadow, hold_store_embedder
@@ -66,16 +66,64 @@ class Writer:
     @_redone_after_a_swap
     def remember(self, ns: Namespace, content: str, *, source: str | None = None,
                  provenance: dict[str, Any] | None = None, request_id: str | None = None) -> NewMemory:
-        content, source, provenance, embedded = self._prepare(content, source, provenance)
+        """Write one memory, consolidated (write.consolidate): the same text already live in ``ns`` is
+        answered with its id (``unchanged``), a near-copy is named beside the new id (or, under
+        ``consolidate: skip-similar``, answered instead of written)."""
+        request_id = request_id or new_request_id()
+        content, source = check_content(content), check_source(source)
+        provenance = check_provenance(provenance)
+        key = consolidate.content_key(content)
+        mode = self.consolidation(ns)
+        if mode != consolidate.OFF:
+            with self.engine.connect() as conn:
+                existing = consolidate.live_with_keys(conn, ns.path, [key]).get(key)
+            if existing is not None:
+                return self._not_written(ns, "unchanged", existing, (), request_id)
+        [embedded] = embed_memories(self.embedders.current, [content])
+        similar: tuple[consolidate.Similar, ...] = ()
+        if mode != consolidate.OFF:
+            similar = self._near_copies(ns, content, embedded)
+            if similar and mode == consolidate.SKIP_SIMILAR:
+                return self._not_written(ns, "similar", similar[0].id, similar, request_id)
         memory_id = new_memory_id()
         with self.engine.begin() as conn:
             hold_store_embedder(conn, embedded.by)
+            if mode != consolidate.OFF:  # a racing writer of the same text: one row, not two
+                consolidate.lock_texts(conn, ns.path, [key])
+                existing = consolidate.live_with_keys(conn, ns.path, [key]).get(key)
+                if existing is not None:
+                    audit.append(conn, ns.path, "remember", {"outcome": "unchanged", "id": existing}, request_id)
+                    return NewMemory(existing, ns.path, source, request_id, "unchanged")
             [position] = places.assign(conn, ns.path, [source])
             self._insert(conn, ns, memory_id, content, embedded, source, position, provenance, supersedes=None)
             lexicon.count(conn, added=[memory_id])
-            audit.append(conn, ns.path, "remember", f"remember ok id={memory_id}",  # ids only: erasable data stays out
-                         request_id or new_request_id())
-        return NewMemory(memory_id, ns.path, source)
+            audit.append(conn, ns.path, "remember", {"outcome": "ok", "id": memory_id,  # ids only: erasable data stays out
+                                                     "similar": [s.id for s in similar]}, request_id)
+        return NewMemory(memory_id, ns.path, source, request_id, "created", similar)
+
+    def consolidation(self, ns: Namespace) -> str:
+        """The namespace's ``consolidate`` policy facet (policy.model): off, report or skip-similar."""
+        from ..policy.store import effective_policy
+
+        with self.engine.connect() as conn:
+            return effective_policy(conn, ns).consolidation
+
+    def _near_copies(self, ns: Namespace, content: str, embedded: Embedded) -> tuple[consolidate.Similar, ...]:
+        from ..embed.calibrate import noise_floor
+
+        with self.engine.connect() as conn:
+            conn.exec_driver_sql(consolidate.NEAR_SETTINGS)
+            [found] = consolidate.near_copies(conn, ns.path, [(content, embedded.vector, ())],
+                                              noise_floor(self.embedders.current))
+        return tuple(found)
+
+    def _not_written(self, ns: Namespace, status: str, memory_id: str, similar: tuple[consolidate.Similar, ...],
+                     request_id: str) -> NewMemory:
+        """A remember that wrote nothing, with the audit row that says why."""
+        with self.engine.begin() as conn:
+            audit.append(conn, ns.path, "remember", {"outcome": status, "id": memory_id,
+                                                     "similar": [s.id for s in similar]}, request_id)
+        return NewMemory(memory_id, ns.path, None, request_id, status, similar)
 
     def _prepare(self, content: str, source: str | None, provenance: dict[str, Any] | None
                  ) -> tuple[str, str | None, dict[str, Any], Embedded]:
@@ -90,7 +138,7 @@ class Writer:
                 supersedes: str | None) -> None:
         conn.execute(memories.insert().values(
             id=memory_id, namespace=ns.path, content=content, embedding=list(embedded.vector), source=source,
-            position=position, provenance=provenance, supersedes=supersedes,
+            position=position, provenance=provenance, supersedes=supersedes, content_key=consolidate.content_key(content),
             t_valid_from=sa.func.now()))
         if embedded.passages:
             conn.execute(passages.insert(), [{"memory_id": memory_id, "ordinal": i, "embedding": list(v)}
@@ -113,7 +161,7 @@ class Writer:
             [position] = places.assign(conn, ns.path, [source], [chains.successor_place(source, closed)])
             self._insert(conn, ns, memory_id, content, embedded, source, position, provenance, supersedes=old_id)
             lexicon.count(conn, added=[memory_id], retired=[old_id])
-            audit.append(conn, ns.path, "supersede", f"supersede ok old={old_id} new={memory_id}",
+            audit.append(conn, ns.path, "supersede", {"outcome": "ok", "old": old_id, "new": memory_id},
                          request_id or new_request_id())
         return NewMemory(memory_id, ns.path, source)
 
@@ -130,6 +178,17 @@ class Writer:
                                 f" on {last.erased_at:%Y-%m-%d %H:%M:%S} UTC; remember a new memory instead")
         raise ConflictError(f"memory {old_id} is no longer the head of its chain: supersede its current head {last.id}")
 
+    def retire(self, ns: Namespace, ids: Sequence[str], *, reason: str, request_id: str | None = None) -> list[str]:
+        """Close the validity of live memories of ``ns`` with no successor (write.chains.retire_heads),
+        with one audit row naming them and why; returns the ids closed (a row no longer live is left)."""
+        with self.engine.begin() as conn:
+            closed = chains.retire_heads(conn, ns, sorted(set(ids)))
+            if closed:
+                lexicon.count(conn, retired=closed)
+                audit.append(conn, ns.path, "retire", {"outcome": "ok", "ids": closed, "reason": reason},
+                             request_id or new_request_id())
+        return closed
+
     def erase(self, ns: Namespace, memory_id: str, *, reason: str = "", request_id: str | None = None) -> None:
         """Remove content and vector for good; keep a content-free tombstone and an audit row."""
         with self.engine.begin() as conn:
@@ -142,7 +201,8 @@ class Writer:
             done = conn.execute(
                 sa.update(memories)
                 .where(memories.c.id == memory_id, memories.c.namespace == ns.path, memories.c.erased_at.is_(None))
-                .values(content="", embedding=None, source=None, position=None, key=None, erased_at=sa.func.now(),
+                .values(content="", embedding=None, source=None, position=None, key=None, content_key=None,
+                        erased_at=sa.func.now(),
                         t_valid_to=sa.func.coalesce(memories.c.t_valid_to, sa.func.now()),
                         provenance=sa.text("'{}'::jsonb"))
                 .returning(memories.c.id)).first()
@@ -156,7 +216,7 @@ class Writer:
             forget_shadow(conn, memory_id)
             forget_queries_that_returned(conn, [memory_id])  # a query that found it may quote it
             forget_notes(conn, [memory_id])  # and so may a note left on it
-            audit.append(conn, ns.path, "erase", f"erase ok id={memory_id} reason={json.dumps(reason[:200])}",
+            audit.append(conn, ns.path, "erase", {"outcome": "ok", "id": memory_id, "reason": reason[:200]},
                          request_id or new_request_id())
 
     # --- entities ----------------------------------------------------------------------------
@@ -179,7 +239,8 @@ class Writer:
             for alias in dict.fromkeys(n for n in names[1:] if n.lower() != names[0].lower()):
                 conn.execute(insert(entity_aliases).values(entity_id=entity_id, alias=alias).on_conflict_do_nothing())
             linked = self._link_existing(conn, ns, entity_id, names)
-            audit.append(conn, ns.path, "entity", f"entity ok id={entity_id} aliases={len(names) - 1} linked={linked}",
+            audit.append(conn, ns.path, "entity", {"outcome": "ok", "id": entity_id, "aliases": len(names) - 1,
+                                                   "linked": linked},
                          request_id or new_request_id())  # ids and counts: names are personal data
         return entity_id, linked
 
@@ -209,7 +270,7 @@ class Writer:
         with self.engine.begin() as conn:
             hold_store_embedder(conn, embedder.name)
             conn.execute(stmt)
-            audit.append(conn, ns.path, "concept", f"concept ok path={path}", request_id or new_request_id())
+            audit.append(conn, ns.path, "concept", {"outcome": "ok", "path": path}, request_id or new_request_id())
 
     def materialize_concept(self, ns: Namespace, path: str, *, request_id: str | None = None) -> NewMemory:
         """Copy an L3 concept into L2 as a memory of ``ns`` with provenance pointing at the concept.
@@ -228,7 +289,7 @@ class Writer:
                 memories.c.provenance["concept_ns"].astext == concept["namespace"]).limit(1)).scalar()
         if existing is not None:
             with self.engine.begin() as conn:
-                audit.append(conn, ns.path, "concept", f"concept materialized already id={existing}", request_id)
+                audit.append(conn, ns.path, "concept", {"outcome": "unchanged", "materialized": existing}, request_id)
             return NewMemory(existing, ns.path, source, request_id)
         made = self.remember(ns, concept["content"], source=source,
                              provenance={"concept": path, "concept_ns": concept["namespace"]},
@@ -239,22 +300,29 @@ class Writer:
                              .values(materialized_id=made.id))
         return replace(made, request_id=request_id)
 
-    def set_policy(self, ns: Namespace, policy: dict[str, Any], *, request_id: str | None = None) -> None:
-        self.set_policies([(ns, policy)], request_id=request_id)
-
-    def set_policies(self, items: Sequence[tuple[Namespace, dict[str, Any]]], *, request_id: str | None = None) -> None:
-        """Set several namespaces' policies in one transaction: all of them or none (one audit row each)."""
+    def set_policies(self, items: Sequence[tuple[Namespace, dict[str, Any]]], *, request_id: str | None = None,
+                     replace: bool = False) -> list[Policy]:
+        """Set several namespaces' policies in one transaction: all of them or none (one audit row each,
+        naming the namespace's whole own policy after the change). Each item sets the facets it names
+        and keeps the namespace's others (policy.model.combine), unless ``replace``."""
         request_id = request_id or new_request_id()
+        made = []
         with self.engine.begin() as conn:
-            for ns, policy in items:
+            for ns, wanted in items:
+                own = None if replace else conn.execute(sa.select(policies.c.policy).where(
+                    policies.c.namespace == ns.path).with_for_update()).scalar()
+                policy = parse_policy(combine(own, wanted), ns.path).to_dict()
                 stmt = insert(policies).values(namespace=ns.path, policy=policy)
                 conn.execute(stmt.on_conflict_do_update(index_elements=[policies.c.namespace],
                                                         set_={"policy": policy, "updated_at": sa.func.now()}))
-                audit.append(conn, ns.path, "policy", f"policy ok {json.dumps(policy, sort_keys=True)}", request_id)
+                audit.append(conn, ns.path, "policy", {"outcome": "ok", "policy": policy}, request_id)
+                made.append(parse_policy(policy, ns.path))
+        return made
 
     def purge(self, *, request_id: str | None = None) -> list[str]:
-        """Rewrite the memory tables so no erased content survives in live heap, TOAST or index files
-        (VACUUM FULL: a short exclusive lock), then checkpoint. WAL and backups are not touched.
+        """Rewrite the tables that can hold personal text (db.schema.PERSONAL_TEXT_TABLES) so no erased
+        content survives in live heap, TOAST or index files (VACUUM FULL: a short exclusive lock), then
+        checkpoint. WAL and backups are not touched.
         Idempotent: it rewrites whatever is there, however often it runs.
 
         The planner's statistics are data too: ANALYZE keeps sample values (common lexemes, short
@@ -265,7 +333,7 @@ class Writer:
         allowed; they are skipped and returned as sentences saying what was not done and which
         privilege would do it (the audit row lists them too).
         """
-        tables = ("memories", "passages", "mentions", "concepts", "lexicon", "lexicon_events")
+        tables = PERSONAL_TEXT_TABLES
         not_done: list[str] = []
         with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             for table in tables:
@@ -285,14 +353,14 @@ class Writer:
                 not_done.append("no CHECKPOINT (needs the pg_checkpoint role): the rewritten files replace the "
                                 "old ones on disk at the server's next checkpoint")
         with self.engine.begin() as conn:
-            audit.append(conn, audit.STORE_NS, "purge", f"purge ok tables={','.join(tables)}"
-                         + (",pg_statistic" if may[0] else "") + (" checkpoint" if may[1] else "")
-                         + (f" skipped={len(not_done)}" if not_done else ""), request_id or new_request_id())
+            audit.append(conn, audit.STORE_NS, "purge",
+                         {"outcome": "ok", "tables": [*tables, *(["pg_statistic"] if may[0] else [])],
+                          "checkpoint": bool(may[1]), "skipped": len(not_done)}, request_id or new_request_id())
         return not_done
 
     def clear_policy(self, ns: Namespace, *, request_id: str | None = None) -> bool:
         with self.engine.begin() as conn:
             gone = conn.execute(sa.delete(policies).where(policies.c.namespace == ns.path)).rowcount
-            audit.append(conn, ns.path, "policy", "policy cleared", request_id or new_request_id())
+            audit.append(conn, ns.path, "policy", {"outcome": "cleared"}, request_id or new_request_id())
         return bool(gone)
 

@@ -1,6 +1,8 @@
 // halomem console: every action is a call to the same /v1 API an agent uses, with the admin's token
 // as a bearer header (held in this module's memory only: no cookie, no storage). Stored text is put
-// into the page with textContent, never as markup.
+// into the page with textContent, never as markup. A session ends when it ends: signing out (or in)
+// empties every output and field the session filled, and signing out reloads the page, so nothing
+// of one admin's session (a minted secret, hits, replays) is left for the next one on this tab.
 const $ = (id) => document.getElementById(id);
 let token = null;
 
@@ -67,9 +69,8 @@ const pages = {
     await showAudit();
   },
   async policies() {
-    const policy = await api("GET", "/v1/policy");
-    $("policy").textContent = JSON.stringify(policy);
     const report = await api("GET", "/v1/policy/report?days=7");
+    $("policy").textContent = report.policy_text;
     fill("arms", report.arms.map((a) => row([a.driver, String(a.searches), fmt(a.plan_p50_ms), fmt(a.plan_p95_ms),
       pct(a.fallback_rate), pct(a.empty_rate), String(a.feedback),
       a.helpful_rate === null ? "-" : `${a.helpful_rate.toFixed(2)} [${a.helpful_interval[0].toFixed(2)}, ${a.helpful_interval[1].toFixed(2)}]`])));
@@ -113,7 +114,7 @@ async function showAudit() {
   if (action) q.set("action", action);
   const { rows } = await api("GET", `/v1/audit?${q}`);
   fill("audit", rows.map((r) => {
-    const again = r.action === "search" && r.detail.startsWith("search ok") ? button(`Replay ${r.seq}`, () => replay(r.seq)) : "";
+    const again = r.action === "search" && r.outcome === "ok" ? button(`Replay ${r.seq}`, () => replay(r.seq)) : "";
     const tr = row([String(r.seq), r.at.slice(0, 19).replace("T", " "), r.actor_ns, r.action, r.detail, again]);
     tr.dataset.seq = String(r.seq);
     return tr;
@@ -172,6 +173,7 @@ async function show(page) {
 
 async function signIn(event) {
   event.preventDefault();
+  clearSession();
   token = $("token").value.trim();
   $("token").value = "";
   await guard(async () => {
@@ -188,12 +190,19 @@ async function signIn(event) {
   });
 }
 
+// everything a session fills: tables' rows, lists, outputs and the fields an admin typed into
+function clearSession() {
+  for (const node of document.querySelectorAll("#app tbody, #app ol, #app pre, #app code, #app svg")) node.replaceChildren();
+  for (const id of ["who", "chain", "search-meta", "verdict", "error"]) $(id).textContent = "";
+  for (const input of document.querySelectorAll("#app input")) input.value = input.defaultValue;
+}
+
 function signOut() {
   token = null;
-  $("who").textContent = "";
+  clearSession();
   $("app").hidden = true;
   $("signin").hidden = false;
-  $("token").focus();
+  window.location.replace(window.location.pathname);  // a fresh page: nothing of this session in memory
 }
 
 $("signin").addEventListener("submit", signIn);
