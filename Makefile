@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install install-minilm install-candidates demo test test-external test-full lint bench bench-full bench-embed bench-devsets devsets clean constraints
+.PHONY: install install-minilm install-candidates demo browser-check test test-quick test-external test-full docs lint bench bench-full bench-embed bench-devsets devsets clean constraints
 
 install: $(STAMP)
 
@@ -20,19 +20,38 @@ $(STAMP): pyproject.toml constraints.txt
 demo: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
 
-test: install
-	HALOMEM_TEST_PROFILE=ci $(BIN)/python -m pytest -q
+# parallel workers (pytest-xdist), each with its own embedded PostgreSQL; a file's tests stay together
+WORKERS ?= 2
+PYTEST = $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile
+
+# the console's browser tests need Debian's chromium (apt-get install chromium); without it they are skipped
+browser-check:
+	@command -v chromium >/dev/null || echo "note: chromium is not installed: the console's browser tests will be skipped (apt-get install chromium)" >&2
+
+test: install browser-check
+	HALOMEM_TEST_PROFILE=ci $(PYTEST)
+
+# a few minutes' worth less: the tests marked quick (tests/conftest.py QUICK), one process
+test-quick: install
+	HALOMEM_TEST_PROFILE=ci $(BIN)/python -m pytest -q -m quick
 
 # the suite against a separately started PostgreSQL 16 (the wheel's own binaries, another port) under a
-# least-privilege owner role, set up with `halomem db setup-sql`'s statements (halomem.db.external)
+# least-privilege owner role, set up with `halomem db setup-sql`'s statements (halomem.db.external); each
+# worker gets a database of its own beside the first
 test-external: install
 	@dir=$$(mktemp -d /tmp/halomem-external-XXXXXX); \
-	url=$$($(BIN)/python -m halomem.db.external start $$dir) || exit 1; \
-	HALOMEM_DATABASE_URL=$$url HALOMEM_TEST_PROFILE=ci $(BIN)/python -m pytest -q; rc=$$?; \
+	url=$$($(BIN)/python -m halomem.db.external start $$dir $(WORKERS)) || exit 1; \
+	HALOMEM_DATABASE_URL=$$url HALOMEM_TEST_PROFILE=ci $(PYTEST); rc=$$?; \
 	$(BIN)/python -m halomem.db.external stop $$dir; exit $$rc
 
-test-full: install
-	HALOMEM_TEST_PROFILE=full $(BIN)/python -m pytest -q
+# the slow generative profiles too (hypothesis at full strength)
+test-full: install browser-check
+	HALOMEM_TEST_PROFILE=full $(PYTEST)
+
+# the documentation site (mkdocs-material, strict: a broken link or a page outside the navigation fails)
+docs: install
+	$(BIN)/python tools/reference_docs.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 lint: install
 	$(BIN)/ruff check --select F,E9 halomem tests
@@ -57,6 +76,8 @@ bench: install
 	$(BIN)/halomem bench serve --memories 10000 --requests 200 --out bench-results
 	$(BIN)/halomem bench serve --costs --memories 10000 --requests 200 --out bench-results
 	$(BIN)/halomem bench isolation --queries 200 --out bench-results
+	$(BIN)/halomem bench documents --files 100 --rounds 1 --out bench-results
+	$(BIN)/halomem bench consolidation --out bench-results
 
 # the numbers quoted in docs/bench (MiniLM, 100k and 1M memories: most of an hour)
 bench-full: install-minilm
@@ -67,9 +88,12 @@ bench-full: install-minilm
 	$(BIN)/halomem bench ingest --rows 50000 --embedder hash --embedder minilm --out docs/bench
 	$(BIN)/halomem bench cli --repeats 7 --out docs/bench
 	$(BIN)/halomem bench serve --memories 100000 --out docs/bench
-	$(BIN)/halomem bench serve --noisy --memories 3000 --requests 300 --out docs/bench
+	$(BIN)/halomem bench serve --noisy --memories 3000 --requests 300 --trail 60000 --out docs/bench
 	$(BIN)/halomem bench serve --costs --memories 100000 --requests 400 --out docs/bench
 	$(BIN)/halomem bench isolation --out docs/bench
+	$(BIN)/halomem bench documents --files 1000 --rounds 3 --out docs/bench
+	$(BIN)/halomem bench consolidation --out docs/bench
+	$(BIN)/halomem bench quality --dataset locomo --via direct --via chat --out docs/bench/via-chat
 
 # the public BEIR dev sets of docs/bench/devsets.md, assembled from a public repository (needs github.com)
 DEVSETS = .cache/devsets
@@ -101,4 +125,4 @@ constraints: install
 	(head -2 constraints.txt; $(BIN)/pip freeze --exclude-editable | grep -v '^#') > constraints.new && mv constraints.new constraints.txt
 
 clean:
-	rm -rf $(VENV) .halomem-demo bench-results
+	rm -rf $(VENV) .halomem-demo bench-results site

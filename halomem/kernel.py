@@ -69,7 +69,7 @@ class Kernel:
             engine.dispose()
             raise
         kernel = cls(settings, engine, embedder, make_reader_engine(engine, READER_ROLE),
-                     make_replicas(settings.read_database_url))
+                     make_replicas(settings.read_database_url, MemoryIndex))
         mount_drivers(kernel.registry, settings, plugins=mount_plugins)
         return kernel
 
@@ -435,8 +435,8 @@ class Kernel:
 
     def feedback(self, caller: "Caller", about: str, ref: str, verdict: str, note: str | None = None, *,
                  request_id: str | None = None):  # noqa: ANN201 - results.Feedback
-        """``caller``'s verdict on a ref the search of request ``about`` returned (audit.feedback)."""
-        from .audit.feedback import give
+        """``caller``'s verdict on a ref the search of request ``about`` returned (halomem.feedback)."""
+        from .feedback import give
 
         with self.engine.begin() as conn:
             return give(conn, caller, about, ref, verdict, note, request_id or new_request_id())

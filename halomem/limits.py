@@ -30,6 +30,12 @@ MAX_AS_OF_CHARS = 64  # an instant as text (halomem.instants)
 MAX_AUDIT_ROWS = 1000  # audit rows one listing answers (page further with `before`)
 MAX_DAYS = 3660  # ten years: the longest window in days (reports, retention) and a token's longest expiry
 MAX_NOTE_CHARS = 500  # a feedback note
+MAX_CURSOR_CHARS = 200  # a page cursor as the caller passes it back (index.cursors)
+MAX_ACTION_CHARS = 40  # an audit action a listing filters by
+MAX_ROOT_NAME_CHARS = 100  # a document root's name (intake: keys are ROOT/path)
+MAX_RELATIVE_PATH_CHARS = 1000  # a file's path under its root
+MAX_FILES = 100_000  # files one ingest reads; a larger tree is refused, naming the limit
+AUDITED_REASON_CHARS = 200  # the part of an erasure's reason its audit row keeps
 
 
 def namespace(value: str | Namespace | None) -> Namespace:

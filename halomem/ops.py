@@ -293,6 +293,11 @@ class StoreOperations:
         return self._run("token", lambda rid: PrincipalStore(self.kernel.engine).revoke(
             check_id(principal_id, "token id"), request_id=rid))
 
+    def own_memories(self, ns: str | Namespace) -> int:
+        """Live memories of ``ns`` itself (not inherited, not below): a hint for the local operator
+        after a search, read-only like case_twins."""
+        return self.kernel.namespace_counts(ns).get(Namespace(str(ns)).path, 0)
+
     def case_twins(self, ns: str | Namespace) -> list[str]:
         """Read-only hint for the local operator (no audit row: it is part of the search it follows)."""
         return self.kernel.case_twins(ns)

@@ -160,15 +160,6 @@ class Pipeline:
             self.admission.release(request.caller.share_key, request.caller.namespace.path, request.units)
             request.units = 0
 
-    def for_token(self, token: object, route: str = "library"):  # noqa: ANN201 - halomem.ops.Operations
-        """A library caller's operations as the principal of ``token`` (authenticated and rate-limited
-        here; each operation writes its own audit row)."""
-        from .ops import Operations
-
-        request = self.begin(route, client="library")
-        self.authenticate(request, token)
-        return Operations(self.kernel, request.caller)  # each call mints its own request id
-
     def operations(self, request: Request):  # noqa: ANN201 - halomem.ops.Operations
         from .ops import Operations
 

@@ -631,7 +631,7 @@ class Replay:
 
 @dataclass(frozen=True)
 class Feedback:
-    """A verdict on one ref a search returned (audit.feedback)."""
+    """A verdict on one ref a search returned (halomem.feedback)."""
 
     id: int
     request_id: str

@@ -1,4 +1,4 @@
-"""Search: policy -> driver -> a fresh ScopedView -> drop refs the view did not admit -> content
+"""Search: policy -> driver run by planning.run_driver (a fresh ScopedView, refs it did not admit dropped) -> content
 fetched by the kernel's own reads -> audit rows. A DriverUnavailableError re-plans with baseline
 over the same scope (audited as a fallback); any other driver exception fails the request with a
 DriverError. The kernel composes this; it holds no search logic itself.
@@ -18,16 +18,15 @@ from . import audit
 from .instants import parse_instant
 from .audit import seen as seen_log
 from .drivers import DriverRegistry, DriverUnavailableError
-from .drivers.view import KernelScopedView, admitted_refs, build_scoped_view, embed_query
-from .embed import Embedder
 from .embed.registry import ActiveEmbedder
 from .errors import DriverError, InvalidInputError
 from .db.replicas import ReadRouter
 from .index import IndexReader, MemoryIndex, Scope
 from .limits import check_query, check_search_bounds, check_sources
+from .planning import PlanFailed, run_driver
 from .policy import choose_driver, effective_policy
 from .results import Hit, SearchResult
-from .types import Namespace, RetrieverDriver, RetrieverQuery, ScoredRef
+from .types import Namespace, RetrieverDriver, ScoredRef
 from .write.writer import new_request_id
 
 log = logging.getLogger("halomem")
@@ -43,11 +42,12 @@ class Fallback:
 
 @dataclass(frozen=True)
 class Planned:
-    refs: list[ScoredRef]
+    refs: list[ScoredRef]  # those its view handed out, in its order
     served: str  # the driver whose refs these are
-    admitted: frozenset[str]  # what its view handed out
+    dropped: int  # refs it returned that its view never handed out
     fallback: Fallback | None
     warnings: list[str]
+    embedder: str  # the store's, which embedded the query
 
 
 class DriverWarnings(logging.Handler):
@@ -110,12 +110,11 @@ class Searcher:
 
         def read(index: MemoryIndex) -> tuple[Planned, SearchResult]:
             with index.reader() as reader:
-                embedder = self.embedders.follow(reader.store_embedder())
-                used["embedder"] = embedder.name
-                planned = self._plan(reader, scope, embedder, chosen, query, k, token_budget)
+                planned = self._plan(reader, scope, chosen, query, k, token_budget)
+                used["embedder"] = planned.embedder
                 if shadow:
-                    shadowed.update(self._shadow(reader, scope, embedder, shadow, query, k, token_budget,
-                                                 [r.ref for r in planned.refs if r.ref in planned.admitted]))
+                    shadowed.update(self._shadow(reader, scope, shadow, query, k, token_budget,
+                                                 [r.ref for r in planned.refs]))
                 return planned, self._materialize(reader, scope, query, planned, requested, request_id)
 
         try:  # a replica that fails mid-read is set aside and the primary answers (ReadRouter.read)
@@ -159,72 +158,49 @@ class Searcher:
             observe(result.driver, result.elapsed_ms / 1000, requested if result.fallback else None, database)
         return result
 
-    def _plan(self, reader: IndexReader, scope: Scope, embedder: Embedder, driver: RetrieverDriver, query: str,
-              k: int, budget: int) -> "Planned":
-        """Run the driver over a fresh view; DriverUnavailableError re-plans with baseline."""
-        def fresh_view() -> KernelScopedView:
-            view = build_scoped_view(reader, scope, embedder)
-            embed_query(view, query)  # outside the driver: the embedder's failures are the kernel's own
-            return view
-
-        first = fresh_view()
+    def _plan(self, reader: IndexReader, scope: Scope, driver: RetrieverDriver, query: str, k: int,
+              budget: int) -> "Planned":
+        """Run the driver (planning.run_driver); DriverUnavailableError re-plans with baseline. The
+        query is embedded before either runs: the embedder's failures are the kernel's own."""
         with DriverWarnings() as warned:
-            def run(d: RetrieverDriver, note: Fallback | None, view: KernelScopedView) -> Planned:
-                refs = d.plan(RetrieverQuery(query=query, view=view, token_budget=budget, k=k))
-                return Planned(self._checked(d.name, refs), d.name, admitted_refs(view), note, warned.messages)
+            def run(d: RetrieverDriver, note: Fallback | None) -> Planned:
+                plan = run_driver(reader, scope, self.embedders, d, query, k, budget)
+                return Planned(plan.refs, d.name, plan.dropped, note, warned.messages, plan.embedder)
 
             try:
-                return run(driver, None, first)
-            except DriverUnavailableError as exc:
+                return run(driver, None)
+            except PlanFailed as exc:
+                if not isinstance(exc.cause, DriverUnavailableError):
+                    raise exc.cause if isinstance(exc.cause, DriverError) else exc from None
                 if driver.name == DriverRegistry.FALLBACK:
-                    raise DriverError(f"baseline driver unavailable: {exc}") from None
-                note = Fallback(driver.name, str(exc)[:200] or "unavailable")
-            except DriverError:
-                raise
-            except Exception as exc:
-                raise DriverError(f"driver {driver.name!r} failed: {type(exc).__name__}: {exc}") from None
-            return run(self.registry.get(DriverRegistry.FALLBACK), note, fresh_view())
+                    raise DriverError(f"baseline driver unavailable: {exc.cause}") from None
+                note = Fallback(driver.name, str(exc.cause)[:200] or "unavailable")
+            return run(self.registry.get(DriverRegistry.FALLBACK), note)
 
-    def _shadow(self, reader: IndexReader, scope: Scope, embedder: Embedder, name: str, query: str, k: int,
-                budget: int, served: list[str]) -> dict[str, object]:
+    def _shadow(self, reader: IndexReader, scope: Scope, name: str, query: str, k: int, budget: int,
+                served: list[str]) -> dict[str, object]:
         """The shadow arm beside the answer (policy ab_test shadow): its refs, their overlap@k with
         what was served and its plan time, for the audit row only. Nobody is handed these refs, and
         a shadow that fails or is not mounted never touches the answer."""
         if not self.registry.has(name):
             return {"shadow": name, "shadow_error": "unmounted"}
-        view = build_scoped_view(reader, scope, embedder)
-        embed_query(view, query)
-        started = time.perf_counter()
         try:
-            refs = self._checked(name, self.registry.get(name).plan(
-                RetrieverQuery(query=query, view=view, token_budget=budget, k=k)))
+            plan = run_driver(reader, scope, self.embedders, self.registry.get(name), query, k, budget)
         except Exception as exc:  # noqa: BLE001 - a shadow's failure is recorded, never raised
             return {"shadow": name, "shadow_error": type(exc).__name__}
-        ms = (time.perf_counter() - started) * 1000
-        admitted = admitted_refs(view)
-        kept = [r for r in refs if r.ref in admitted][:k]
+        kept = plan.refs[:k]
         overlap = len({r.ref for r in kept} & set(served[:k])) / k
-        return {"shadow": name, "shadow_ms": round(ms, 2), "shadow_overlap": round(overlap, 3),
+        return {"shadow": name, "shadow_ms": round(plan.ms, 2), "shadow_overlap": round(overlap, 3),
                 "shadow_refs": [[i, r.tier, r.ref, round(r.score, seen_log.SCORE_DIGITS)]
                                 for i, r in enumerate(kept, 1)]}
 
-    @staticmethod
-    def _checked(name: str, refs: object) -> list[ScoredRef]:
-        if not isinstance(refs, list) or not all(isinstance(r, ScoredRef) for r in refs):
-            raise DriverError(f"driver {name!r} returned something other than a list of ScoredRef")
-        bad = [r for r in refs if r.tier not in ("L2", "L3")]
-        if bad:
-            raise DriverError(f"driver {name!r} returned tier {bad[0].tier!r} (must be 'L2' or 'L3')")
-        return refs
-
     def _materialize(self, reader: IndexReader, scope: Scope, query: str, planned: "Planned", requested: str,
                      request_id: str) -> SearchResult:
-        """Drop refs the view did not admit; fetch content from the kernel's own reads."""
-        refs, served = planned.refs, planned.served
-        kept = [r for r in refs if r.ref in planned.admitted]
+        """Fetch the admitted refs' content from the kernel's own reads."""
+        kept, served = planned.refs, planned.served
         rows = reader.fetch(scope, [r.ref for r in kept if r.tier == "L2"])
         result = SearchResult(query, scope.namespace.path, served, requested, request_id,
-                              dropped=len(refs) - len(kept), warnings=planned.warnings)
+                              dropped=planned.dropped, warnings=planned.warnings)
         for r in kept:
             if r.tier == "L2":
                 row = rows.get(r.ref)

@@ -20,10 +20,10 @@ halomem db start
 touch "$HALOMEM_HOME/.halomem-demo"  # marks the store as the demo's: the next run may reset it
 trap 'halomem db stop >/dev/null' EXIT
 
-say "seed three namespaces from fixtures/demo (bulk ingest, one transaction each)"
-halomem ingest --ns acme fixtures/demo/acme.jsonl
-halomem ingest --ns acme/eng fixtures/demo/acme-eng.jsonl
-halomem ingest --ns acme/sales fixtures/demo/acme-sales.jsonl
+say "seed three namespaces from halomem/fixtures/demo (bulk ingest, one transaction each)"
+halomem ingest --ns acme halomem/fixtures/demo/acme.jsonl
+halomem ingest --ns acme/eng halomem/fixtures/demo/acme-eng.jsonl
+halomem ingest --ns acme/sales halomem/fixtures/demo/acme-sales.jsonl
 halomem entity add --ns acme "Priya Raman" --alias Priya --alias CTO
 halomem entity add --ns acme "Ann Okafor" --alias Ann
 halomem entity add --ns acme "Marcus Chen" --alias Marcus

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from halomem.config import Settings
 from halomem.kernel import Kernel
 
-from tests.sql_lint import Lint
+from tests.sql_lint import Lint, check
 
 pytest_plugins = ["halomem.conformance.pytest_plugin"]
 
@@ -27,6 +27,22 @@ SQL_LINT = Lint()
 @sa.event.listens_for(sa.Engine, "before_cursor_execute")
 def _capture_sql(conn, cursor, statement, parameters, context, executemany):  # noqa: ANN001
     SQL_LINT.record(statement)
+
+# `make test-quick`: the core of each room (ACL, write path, retrieval, audit, auth, erasure, intake, the
+# transports' basics) in under two minutes on one process; `make test` runs everything
+QUICK = {"test_acl.py", "test_acl_properties.py", "test_write_path.py", "test_retrieval.py", "test_policy.py",
+         "test_audit.py", "test_auth.py", "test_erasure.py", "test_drivers.py", "test_namespace.py", "test_intake.py",
+         "test_server_http.py", "test_server_mcp.py", "test_safe_output.py", "test_odd_input.py", "test_feedback.py",
+         "test_who_saw.py", "test_evidence.py", "test_lexicon.py", "test_repo_hygiene.py", "test_only_path.py",
+         "test_defense_in_depth.py", "test_source_context.py", "test_subjects.py", "test_lexical_pool.py",
+         "test_vector_scan.py", "test_zz_sql_lint.py"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in QUICK:
+            item.add_marker(pytest.mark.quick)
+
 
 BUILTIN_DRIVERS = {"baseline", "fusion", "graph", "keyword"}
 TABLES = "memories, lexicon, lexicon_events, concepts, entities, entity_aliases, mentions, audit_log, policies, principals, search_seen, search_queries, feedback"
@@ -38,9 +54,31 @@ def home() -> Path:
     return Path(tempfile.mkdtemp(prefix="halomem-test-", dir="/tmp"))
 
 
+def _database_url() -> str | None:
+    """HALOMEM_DATABASE_URL, or under pytest-xdist the worker's own database beside it (each worker
+    truncates its tables; ``python -m halomem.db.external start DIR 2`` makes halomem_gw0/1)."""
+    url = os.environ.get("HALOMEM_DATABASE_URL") or None
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if url and worker:
+        parsed = sa.engine.make_url(url)
+        url = parsed.set(database=f"{parsed.database}_{worker}").render_as_string(hide_password=False)
+    return url
+
+
 @pytest.fixture(scope="session")
 def settings(home: Path) -> Settings:
-    return Settings(home=home, database_url=os.environ.get("HALOMEM_DATABASE_URL") or None, embedder="hash")
+    return Settings(home=home, database_url=_database_url(), embedder="hash")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sql_lint_at_the_end():
+    """After every test of this process (each xdist worker has its own): every statement halomem
+    sent passes the ACL lint (tests/sql_lint.py). A problem fails the session as a teardown error."""
+    yield
+    with SQL_LINT.lock:
+        statements = list(SQL_LINT.statements)
+    problems = sorted({p for s in set(statements) for p in check(s)})
+    assert problems == [], "\n".join(problems[:20])
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from halomem.bench import org_concepts, synthetic
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parent.parent / "halomem" / "fixtures"
 ODD = ["<script>alert(1)</script>", "'; DROP TABLE memories; --", "\u202eevil\u202c text", "🦜🦜 émoji ünïcode 漢字 текст",
        "SELECT count(*) FROM memories WHERE namespace = 'acme/eng';", "def plan(self, q): return []", "3.14159 2.71828 42",
        "x", "the", "ok", "[UNK] [CLS] [SEP] [PAD]", "a" * 3000, "\x00\x01\x1b[31m red", "https://example.com/a?b=c&d=e",

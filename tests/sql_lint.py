@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pglast.parser import ParseError, parse_sql_json
 
 ACL_TABLES = {"memories", "concepts", "entities", "mentions", "lexicon", "lexicon_events"}
-WRITERS = ("halomem.write", "halomem.audit", "halomem.db.migrations")
+WRITERS = ("halomem.write", "halomem.audit", "halomem.feedback", "halomem.db.migrations")
 IDENTITY_WRITER, IDENTITY_TABLES = "halomem.auth.store", {"principals", "lineage"}  # lineage: revoke's CTE
 # the reader's catalog counts every namespace's live rows (lexicon) to choose exact scans over HNSW
 # walks: a speed decision, never rows or counts handed to a caller (index/catalog.py)
@@ -31,7 +31,7 @@ WRITE_KINDS = {"InsertStmt", "UpdateStmt", "DeleteStmt", "CopyStmt", "CreateStmt
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%s")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Captured:
     sql: str
     module: str

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from halomem.bench.datasets import load_beir, load_locomo, normalize_evidence
-from halomem.bench.metrics import mrr_at, ndcg_at, recall_at
+from halomem.ranking_metrics import mrr_at, ndcg_at, recall_at
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
 

@@ -148,7 +148,7 @@ class _Smuggler(_Flaky):
     contraband = ""
 
     def plan(self, q):
-        honest = q.view.candidates(1)[0]
+        honest = q.view.vector_search(q.view.embed([q.query])[0], 1)[0]
         return [ScoredRef(self.contraband, "L2", self.contraband, 1.0, "x", 1),
                 ScoredRef(honest.ref, "L2", honest.ref, 0.5, "forged content", 1)]
 
@@ -192,7 +192,7 @@ def test_refs_not_admitted_are_dropped_and_content_comes_from_kernel(kernel, cor
     smuggler = _Smuggler()
     smuggler.contraband = sibling
     kernel.registry.mount(smuggler)
-    result = kernel.search("acme/eng", "anything", driver="smuggler")
+    result = kernel.search("acme/eng", "Marisol accordion attic Lisbon offsite", driver="smuggler")
     assert [h.ref for h in result.hits] != [] and sibling not in {h.ref for h in result.hits}
     assert result.dropped == 1 and result.hits[0].content != "forged content"
     found = kernel.audit_tail(1)[0].fields

@@ -131,7 +131,7 @@ def test_the_floor_keeps_nonsense_out_and_paraphrases_in() -> None:
     embedder = get_embedder("onnx")
     floor = noise_floor(embedder)
     facts = [json.loads(line) for line in
-             (Path(__file__).parent.parent / "fixtures" / "paraphrase" / "facts.jsonl").read_text().splitlines()]
+             (Path(__file__).parent.parent / "halomem" / "fixtures" / "paraphrase" / "facts.jsonl").read_text().splitlines()]
     memories = np.array(embedder.embed([f["fact"] for f in facts]))
     for nonsense in ("zebra giraffe", "zxqvbnm", "the weather in Paris", "asdf qwerty", "lorem ipsum dolor sit amet"):
         assert (memories @ np.array(embedder.embed([nonsense])[0])).max() < floor, nonsense

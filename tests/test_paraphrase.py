@@ -10,7 +10,7 @@ import pytest
 from halomem.bench.harness import ephemeral_kernel
 
 FACTS = [json.loads(line) for line in
-         (Path(__file__).parent.parent / "fixtures" / "paraphrase" / "facts.jsonl").read_text().splitlines()]
+         (Path(__file__).parent.parent / "halomem" / "fixtures" / "paraphrase" / "facts.jsonl").read_text().splitlines()]
 NOTHING = ["zebra giraffe", "zxqvbnm", "the weather in Paris", "lorem ipsum dolor sit amet",
            "a recipe for banana bread", "who won the football match yesterday"]
 

@@ -1,4 +1,5 @@
-"""Runs last (file order): lint every statement the suite made halomem send to PostgreSQL."""
+"""The ACL lint (tests/sql_lint.py) catches what it should; conftest's session fixture runs it over
+every statement each test process made halomem send."""
 from tests.conftest import SQL_LINT
 from tests.sql_lint import Captured, check
 
@@ -19,8 +20,8 @@ def test_lint_catches_what_it_should():
     assert check(good) == []
 
 
-def test_every_statement_of_the_suite_passes_the_acl_lint(kernel):
-    # make sure the main read paths ran at least once, even when this file runs alone
+def test_the_main_read_paths_pass_the_acl_lint(kernel):
+    # the main read paths run at least once in this process, even when this file runs alone
     kernel.remember("acme", "lint fact about Ann")
     kernel.add_entity("acme", "Ann")
     kernel.put_concept("acme", "lint/concept", "lint concept")
@@ -29,7 +30,7 @@ def test_every_statement_of_the_suite_passes_the_acl_lint(kernel):
     with SQL_LINT.lock:
         statements = list(SQL_LINT.statements)
     distinct = {(s.sql, s.module) for s in statements}
-    problems = sorted({p for s in statements for p in check(s)})
+    problems = sorted({p for s in set(statements) for p in check(s)})
     print(f"\nSQL lint: {len(statements)} statements captured, {len(distinct)} distinct, {len(problems)} problems")
     assert len(distinct) >= 20
     assert problems == []

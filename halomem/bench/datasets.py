@@ -117,7 +117,7 @@ def locomo_sessions(ds: Dataset) -> Dataset:
 
 def load_paraphrases(path: Path, namespace: str = "acme/eng") -> Dataset:
     """One-line facts, each asked in other words (JSONL: fact, question): one memory per fact, its
-    question the query whose one relevant memory it is (fixtures/paraphrase/facts.jsonl)."""
+    question the query whose one relevant memory it is (halomem/fixtures/paraphrase/facts.jsonl)."""
     try:
         rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
         pairs = [(str(r["fact"]), str(r["question"])) for r in rows]

@@ -3,19 +3,18 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..config import Settings
 from ..db.embedded import ephemeral_server
-from ..drivers.view import build_scoped_view
 from ..index import Scope
 from ..index.reader import concept_ref
-from ..types import Namespace, RetrieverQuery
+from ..planning import run_driver
+from ..types import Namespace
 from .datasets import Dataset
-from .metrics import METRICS, score_all
+from ..ranking_metrics import METRICS, score_all
 
 EVAL_K = 10
 EVAL_BUDGET = 1_000_000  # measure ranking, not budget trimming
@@ -104,10 +103,9 @@ def evaluate(kernel, ds: Dataset, to_doc: dict[str, str], drivers: Sequence[str]
 
         def plan(q):  # noqa: ANN001, ANN202 - (refs, plan() milliseconds) in a view for q's namespace
             with kernel.index.reader() as reader:
-                view = build_scoped_view(reader, Scope(Namespace(q.namespace)), kernel.embedder)
-                started = time.perf_counter()
-                refs = driver.plan(RetrieverQuery(q.text, view, EVAL_BUDGET, EVAL_K))
-                return refs, (time.perf_counter() - started) * 1000
+                run = run_driver(reader, Scope(Namespace(q.namespace)), kernel.embedders, driver, q.text, EVAL_K,
+                                 EVAL_BUDGET)
+            return run.refs, run.ms
 
         for q in ds.queries[:WARM_QUERIES]:
             plan(q)

@@ -3,19 +3,18 @@ the same LoCoMo store, and whether the two return the same ranking (so the same 
 from __future__ import annotations
 
 import statistics
-import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..drivers.view import build_scoped_view
 from ..index import Scope
 from ..sandbox.cartridge import from_module
 from ..sandbox.isolated import IsolatedDriver
-from ..types import Namespace, RetrieverQuery
+from ..planning import run_driver
+from ..types import Namespace
 from . import report
 from .datasets import Dataset
 from .harness import EVAL_BUDGET, EVAL_K, ephemeral_kernel, load
-from .metrics import score_all
+from ..ranking_metrics import score_all
 
 WARM_UP = 20  # questions run through both before measuring (caches, the worker's first imports)
 
@@ -44,10 +43,9 @@ def run_isolation(ds: Dataset, drivers: Sequence[str], out_dir: Path, queries: i
                     ranked = {}
                     for label, driver in (("in-process", local), ("isolated", isolated)):
                         with kernel.index.reader() as reader:
-                            view = build_scoped_view(reader, Scope(Namespace(q.namespace)), kernel.embedder)
-                            started = time.perf_counter()
-                            refs = driver.plan(RetrieverQuery(q.text, view, EVAL_BUDGET, EVAL_K))
-                            elapsed = (time.perf_counter() - started) * 1000
+                            run = run_driver(reader, Scope(Namespace(q.namespace)), kernel.embedders, driver, q.text,
+                                             EVAL_K, EVAL_BUDGET)
+                        refs, elapsed = run.refs, run.ms
                         if warm:
                             continue
                         times[label].append(elapsed)

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..db.migrations import ADVISED_NAMESPACE_INDEX_ROWS, create_vector_index, drop_vector_index
-from ..drivers.view import build_scoped_view
 from ..errors import InvalidInputError
 from ..index import Scope
-from ..types import Namespace, RetrieverQuery
+from ..planning import run_driver
+from ..types import Namespace
 from . import report
 from .harness import ephemeral_kernel
 from .synthetic import LongCorpus, corpus, queries
@@ -45,10 +45,7 @@ def measure(kernel, drivers: Sequence[str], probes: list[tuple[str, str]], k: in
         for name in drivers:
             driver = kernel.registry.get(name)
             with kernel.index.reader() as reader:
-                view = build_scoped_view(reader, scope, kernel.embedder)
-                started = time.perf_counter()
-                driver.plan(RetrieverQuery(text, view, 2000, k))
-                per_driver[name].append((time.perf_counter() - started) * 1000)
+                per_driver[name].append(run_driver(reader, scope, kernel.embedders, driver, text, k, 2000).ms)
     floor = _pcts(floor_ms)
     stats = {d: _pcts(ms) for d, ms in per_driver.items()}
     return {"floor": floor, "drivers": {d: {**p, "ratio_p95": p["p95"] / floor["p95"]} for d, p in stats.items()}}

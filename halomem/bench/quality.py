@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 from . import report
 from .datasets import Dataset
 from .harness import ephemeral_kernel, evaluate, load
-from .metrics import METRICS
+from ..ranking_metrics import METRICS
 
 
 def run_quality(ds: Dataset, embedders: Sequence[str], drivers: Sequence[str], out_dir: Path,
@@ -33,7 +33,10 @@ def run_quality(ds: Dataset, embedders: Sequence[str], drivers: Sequence[str], o
     md = (f"# Retrieval quality: {ds.name}\n\n{ds.doc_count} memories in {len(ds.docs)} namespaces "
           f"({ds.skipped_docs} empty documents skipped), {len(ds.queries)} queries ({ds.skipped_queries} without "
           f"usable evidence skipped). Embedder `default` is what a new store gets. Each driver is warmed on a few "
-          f"queries after the load (and ANALYZE) before it is timed.\n\n"
+          f"queries after the load (and ANALYZE) before it is timed."
+          + (" Rows `via chat`: the same conversations in a store of their own, ingested as a chat file is "
+             "(`halomem ingest --format chat`: intake.chat, consolidation included)." if "chat" in via else "")
+          + "\n\n"
           + report.markdown_table(headers, rows))
     data = {"dataset": ds.name, "docs": ds.doc_count, "skipped_docs": ds.skipped_docs, "queries": len(ds.queries),
             "results": results}

@@ -12,7 +12,7 @@ from .common import JsonOption, emit_json, err, out
 
 app = typer.Typer(no_args_is_help=True, help="Benchmarks (speed and quality goals live here, not in unit tests).")
 DEFAULT_LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"
-DEFAULT_PARAPHRASES = Path(__file__).resolve().parents[2] / "fixtures" / "paraphrase" / "facts.jsonl"
+DEFAULT_PARAPHRASES = Path(__file__).resolve().parents[1] / "fixtures" / "paraphrase" / "facts.jsonl"
 OutOption = typer.Option(Path("bench-results"), "--out", help="Results folder (markdown, JSON, PNG).")
 
 
@@ -37,6 +37,25 @@ def _finish(result: dict, as_json: bool) -> None:
         out.print(result["markdown"], markup=False)
 
 
+def _dataset(name: str, path: Optional[Path], conversations: Optional[int] = None):  # noqa: ANN202 - a Dataset
+    from ..bench.datasets import load_beir, load_locomo, load_paraphrases, locomo_sessions
+
+    if name in ("locomo", "sessions"):
+        ds = load_locomo(path or DEFAULT_LOCOMO, conversations)
+        return locomo_sessions(ds) if name == "sessions" else ds
+    if name == "beir":
+        if path is None:
+            raise InvalidInputError("--dataset beir needs --path to a BEIR collection folder")
+        return load_beir(path)
+    if name == "org-concepts":
+        from ..bench.org_concepts import generate
+
+        return generate()
+    if name == "paraphrases":
+        return load_paraphrases(path or DEFAULT_PARAPHRASES)
+    raise InvalidInputError(f"unknown dataset {name!r} (locomo, sessions, org-concepts, paraphrases, beir)")
+
+
 @app.command()
 def quality(dataset: str = typer.Option("locomo", help="locomo, sessions (LoCoMo's sessions as documents), "
                                         "org-concepts (generated), paraphrases, or beir (with --path)."),
@@ -50,35 +69,39 @@ def quality(dataset: str = typer.Option("locomo", help="locomo, sessions (LoCoMo
                                           "they are), chat (LoCoMo's turns through `halomem ingest --format chat`)."),
             out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
     """R@5, R@10, nDCG@10, MRR@10 per driver, group and embedder."""
-    from ..bench.datasets import load_beir, load_locomo, load_paraphrases, locomo_sessions
     from ..bench.harness import LANES
     from ..bench.quality import run_quality
 
-    if dataset in ("locomo", "sessions"):
-        ds = load_locomo(path or DEFAULT_LOCOMO, conversations)
-        ds = locomo_sessions(ds) if dataset == "sessions" else ds
-    elif dataset == "beir":
-        if path is None:
-            raise InvalidInputError("--dataset beir needs --path to a BEIR collection folder")
-        ds = load_beir(path)
-    elif dataset == "org-concepts":
-        from ..bench.org_concepts import generate
-
-        ds = generate()
-    elif dataset == "paraphrases":
-        ds = load_paraphrases(path or DEFAULT_PARAPHRASES)
-    else:
-        raise InvalidInputError(f"unknown dataset {dataset!r} (locomo, sessions, org-concepts, paraphrases, beir)")
+    ds = _dataset(dataset, path, conversations)
     if any(v not in ("direct", "chat") for v in via):
         raise InvalidInputError("--via is direct or chat")
     _finish(run_quality(ds, embedder, [*driver, *(LANES if lanes else ())], out_dir, _say, via), as_json)
 
 
 @app.command()
+def calibration(dataset: List[str] = typer.Option(["locomo", "sessions", "org-concepts", "paraphrases"], "--dataset",
+                                                  help="Repeatable: the dev sets (as bench quality names them)."),
+                driver: List[str] = typer.Option(["baseline", "fusion", "graph", "keyword"], "--driver",
+                                                 help="Repeatable."),
+                embedder: str = typer.Option("default", help="The store's embedder (default: a new store's)."),
+                conversations: Optional[int] = typer.Option(None, help="Only the first N LoCoMo conversations."),
+                refit: bool = typer.Option(False, "--fit", help="Report with coefficients fit on these hits instead "
+                                           "of the shipped ones (halomem.relevance)."),
+                out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
+    """Whether a hit's score means what it says on each dev set and driver: hits per score band and
+    the share relevant, calibration error (also fit without the set), what the tail cut removes."""
+    from ..bench.calibration import run_calibration
+
+    sets = [_dataset(name, None, conversations) for name in dataset]
+    _finish(run_calibration(sets, driver, out_dir, embedder=embedder, refit=refit, progress=_say), as_json)
+
+
+@app.command()
 def latency(memories: str = typer.Option("10000,100000", help="Comma-separated sizes of the short corpus."),
             long: str = typer.Option("", "--long", help="Comma-separated sizes of the long-document corpus."),
             corpus: str = typer.Option("short", help="short, long, or short,long."),
-            driver: List[str] = typer.Option(["baseline", "fusion", "graph", "keyword"], "--driver"),
+            driver: List[str] = typer.Option(["baseline", "fusion", "graph", "keyword"], "--driver",
+                                             help="Repeatable: the drivers timed."),
             queries: int = typer.Option(100, help="Probe queries per size."),
             as_of: bool = typer.Option(False, "--as-of", help="Instead: plan() as of a past instant vs the present, "
                                        "30% of the short corpus superseded since (latency-as-of.md)."),
@@ -103,7 +126,7 @@ def latency(memories: str = typer.Option("10000,100000", help="Comma-separated s
 
 @app.command()
 def ingest(rows: int = typer.Option(20000, help="Rows to ingest."),
-           embedder: List[str] = typer.Option(["hash"], "--embedder"),
+           embedder: List[str] = typer.Option(["hash"], "--embedder", help="Repeatable: the embedders measured."),
            out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
     """Bulk ingest memories/s vs raw COPY of the same rows."""
     from ..bench.ingest_speed import run_ingest
@@ -198,7 +221,8 @@ def serve(memories: int = typer.Option(100_000, help="Corpus size."),
 
 
 @app.command()
-def isolation(driver: List[str] = typer.Option(["baseline", "fusion", "graph", "keyword"], "--driver"),
+def isolation(driver: List[str] = typer.Option(["baseline", "fusion", "graph", "keyword"], "--driver",
+                                              help="Repeatable: the drivers run in-process and in their sandbox."),
               queries: Optional[int] = typer.Option(None, help="Only the first N LoCoMo questions."),
               embedder: str = typer.Option("hash", help="hash or minilm."),
               path: Optional[Path] = typer.Option(None, help="LoCoMo JSON."),
@@ -211,7 +235,7 @@ def isolation(driver: List[str] = typer.Option(["baseline", "fusion", "graph", "
 
 
 @app.command("cli")
-def cli_speed(repeats: int = typer.Option(5), out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
+def cli_speed(repeats: int = typer.Option(5, help="Runs of each case, interleaved."), out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
     """Wall time of `halomem search` as a fresh process, server running vs not."""
     from ..bench.cli_speed import run_cli
 

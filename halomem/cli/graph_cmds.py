@@ -11,7 +11,8 @@ concept_app = typer.Typer(no_args_is_help=True, help="L3 concepts (the cold tier
 
 
 @entity_app.command("add")
-def entity_add(name: str, alias: List[str] = typer.Option([], "--alias", "-a", help="Repeatable."),
+def entity_add(name: str = typer.Argument(..., help="The entity's name, as memories write it."),
+               alias: List[str] = typer.Option([], "--alias", "-a", help="Another name it goes by (repeatable)."),
                ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """Register an entity (or add aliases); links mentions in the namespace and its descendants."""
     added = data(ns).add_entity(name, alias)
@@ -24,20 +25,20 @@ def entity_add(name: str, alias: List[str] = typer.Option([], "--alias", "-a", h
 @entity_app.command("list")
 def entity_list(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """Entities visible from the namespace."""
-    from rich.table import Table
+    from .tables import Column, fitted
 
     rows = data(ns).entities()
     if as_json:
         emit_json(rows)
         return
-    table = Table("id", "name", "aliases")
-    for r in rows:
-        table.add_row(str(r["id"]), literal(r["name"]), literal(", ".join(r["aliases"])))
-    out.print(table)
+    out.print(fitted([Column("id", whole=True), Column("name"), Column("aliases")],
+                     [[str(r["id"]), literal(r["name"]), literal(", ".join(r["aliases"]))] for r in rows]))
 
 
 @concept_app.command("put")
-def concept_put(path: str, text: str, ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
+def concept_put(path: str = typer.Argument(..., help="The concept's path, e.g. eng/deploys."),
+                text: str = typer.Argument(..., help="What the concept says (replaces its text if it exists)."),
+                ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """Create or replace an L3 concept."""
     stored = data(ns).put_concept(path, text)
     if as_json:
@@ -47,10 +48,11 @@ def concept_put(path: str, text: str, ns: Optional[str] = NsOption, as_json: boo
 
 
 @concept_app.command("search")
-def concept_search(query: str, ns: Optional[str] = NsOption, k: int = typer.Option(10, "--k"),
+def concept_search(query: str = typer.Argument(..., help="What to look for."), ns: Optional[str] = NsOption,
+                   k: int = typer.Option(10, "--k", help="How many concepts at most."),
                    as_json: bool = JsonOption) -> None:
     """Search L3 concepts visible from the namespace."""
-    from rich.table import Table
+    from .tables import Column, fitted
 
     hits = data(ns).concepts(query, k)
     rows = [{"ref": h.ref, "namespace": h.ref.rpartition(":")[0], "path": h.ref.rpartition(":")[2],
@@ -58,14 +60,14 @@ def concept_search(query: str, ns: Optional[str] = NsOption, k: int = typer.Opti
     if as_json:
         emit_json(rows)
         return
-    table = Table("score", "namespace", "path", "content")
-    for r in rows:
-        table.add_row(f"{r['score']:.3f}", literal(r["namespace"]), literal(r["path"]), literal(r["content"][:80]))
-    out.print(table)
+    out.print(fitted([Column("score", whole=True), Column("namespace"), Column("path"), Column("content")],
+                     [[f"{r['score']:.3f}", literal(r["namespace"]), literal(r["path"]), literal(r["content"][:200])]
+                      for r in rows]))
 
 
 @concept_app.command("materialize")
-def concept_materialize(path: str, ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
+def concept_materialize(path: str = typer.Argument(..., help="The path of a concept the namespace can see."),
+                        ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
     """Copy a concept into L2 as a memory of the namespace."""
     made = data(ns).materialize_concept(path)
     emit_json({**made.to_dict(), "concept": path}) if as_json \

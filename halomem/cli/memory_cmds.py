@@ -55,15 +55,19 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def supersede(old_id: str = typer.Argument(..., help="The chain's current head."),
-                  content: str = typer.Argument(...), ns: Optional[str] = NsOption,
-                  source: Optional[str] = typer.Option(None), provenance: Optional[str] = typer.Option(None),
+                  content: str = typer.Argument(..., help="The new version's text."), ns: Optional[str] = NsOption,
+                  source: Optional[str] = typer.Option(None, help="Where the new version came from (default: the "
+                                                       "old one's source)."),
+                  provenance: Optional[str] = typer.Option(None, help="JSON object of provenance for the new "
+                                                           "version."),
                   as_json: bool = JsonOption) -> None:
         """Replace a memory: close its validity and link the new head (a lost race exits 5)."""
         made = data(ns).supersede(old_id, content, source=source, provenance=_provenance(provenance))
         emit_json({**made.to_dict(), "supersedes": old_id}) if as_json else out.print(made.id, markup=False)
 
     @app.command()
-    def erase(memory_id: str, ns: Optional[str] = NsOption,
+    def erase(memory_id: str = typer.Argument(..., help="The memory to erase (any version of a chain)."),
+              ns: Optional[str] = NsOption,
               reason: str = typer.Option("", help="Recorded in the audit trail."),
               purge: bool = typer.Option(False, "--purge", help="Then rewrite the table files so no copy of the "
                                          "erased text survives on disk (WAL and backups excepted; local only)."),
@@ -91,7 +95,8 @@ def register(app: typer.Typer) -> None:
             out.print(f"erased {memory_id}", markup=False)
 
     @app.command()
-    def history(memory_id: str, ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
+    def history(memory_id: str = typer.Argument(..., help="Any version of the chain."), ns: Optional[str] = NsOption,
+                as_json: bool = JsonOption) -> None:
         """Show the supersedence chain through a memory, oldest first."""
         chain = data(ns).history(memory_id)
         if as_json:

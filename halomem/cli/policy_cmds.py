@@ -96,7 +96,8 @@ def policy_export(as_json: bool = JsonOption) -> None:
 
 
 @app.command("import")
-def policy_import(path: Path, allow_unmounted: bool = typer.Option(False, "--allow-unmounted", help="Accept drivers"
+def policy_import(path: Path = typer.Argument(..., help="A YAML file mapping namespace -> policy (as `policy export`"
+                                              " writes)."), allow_unmounted: bool = typer.Option(False, "--allow-unmounted", help="Accept drivers"
                                                                   " not installed yet."),
                   as_json: bool = JsonOption) -> None:
     """Apply a YAML file mapping namespace -> policy: all validated, then all written in one
@@ -126,7 +127,6 @@ def policy_report(ns: Optional[str] = NsOption,
                   as_json: bool = JsonOption) -> None:
     """Per arm over the window, from the audit rows and feedback: searches, plan p50/p95, fallback and
     empty-answer rates, helpful share with its interval, and (for an A/B split) a verdict."""
-    from rich.table import Table
 
     if remote() is not None:
         raise InvalidInputError("policy report reads the local store (unset HALOMEM_URL)")
@@ -136,16 +136,14 @@ def policy_report(ns: Optional[str] = NsOption,
     if as_json:
         emit_json(report)
         return
-    table = Table("arm", "searches", "plan p50 ms", "plan p95 ms", "fallback", "empty", "feedback", "helpful [95%]")
-    fmt = (lambda v, spec: "-" if v is None else format(v, spec))
-    for arm in report["arms"]:
-        low, high = arm["helpful_interval"]
-        helpful = "-" if arm["helpful_rate"] is None else f"{arm['helpful_rate']:.2f} [{low:.2f}, {high:.2f}]"
-        table.add_row(literal(arm["driver"]), str(arm["searches"]), fmt(arm["plan_p50_ms"], ".1f"),
-                      fmt(arm["plan_p95_ms"], ".1f"), fmt(arm["fallback_rate"], ".1%"), fmt(arm["empty_rate"], ".1%"),
-                      str(arm["feedback"]), helpful)
-    out.print(f"{report['namespace']}, last {report['days']:g} days, policy {report['policy']}", markup=False)
-    out.print(table)
+    out.print(f"{report['namespace']}, last {report['days']:g} days; policy: {report['policy_text']}", markup=False)
+    if report["arms"]:
+        out.print(_arms_table(report["arms"]))
+    else:
+        out.print("no search chose its driver by this policy in the window", markup=False)
+    if report["manual"]:
+        out.print("searches that named their driver (--driver), apart from the policy's arms:", markup=False)
+        out.print(_arms_table(report["manual"]))
     for s in report["shadows"]:
         out.print(f"shadow {s['driver']}: {s['runs']} runs, {s['failures']} failed, overlap@k with the answer "
                   f"{s['overlap_at_k']}, plan p50 {s['plan_p50_ms']} ms", markup=False)
@@ -153,6 +151,22 @@ def policy_report(ns: Optional[str] = NsOption,
         v = report["verdict"]
         more = f" (about {v['more_searches']} more searches per arm)" if v.get("more_searches") else ""
         out.print(f"verdict: {v['verdict']}{more}", markup=False)
+
+
+def _arms_table(arms: list[dict]):  # noqa: ANN202 - a rich Table
+    from .tables import Column, fitted
+
+    fmt = (lambda v, spec: "-" if v is None else format(v, spec))
+    rows = []
+    for arm in arms:
+        low, high = arm["helpful_interval"]
+        helpful = "-" if arm["helpful_rate"] is None else f"{arm['helpful_rate']:.2f} [{low:.2f}, {high:.2f}]"
+        rows.append([literal(arm["driver"]), str(arm["searches"]), fmt(arm["plan_p50_ms"], ".1f"),
+                     fmt(arm["plan_p95_ms"], ".1f"), fmt(arm["fallback_rate"], ".1%"), fmt(arm["empty_rate"], ".1%"),
+                     str(arm["feedback"]), helpful])
+    columns = [Column("arm"), Column("searches", whole=True), Column("p50 ms", drop=2), Column("p95 ms", drop=1),
+               Column("fallback", drop=3), Column("empty"), Column("feedback", whole=True), Column("helpful [95%]")]
+    return fitted(columns, rows)
 
 
 def _plot(report: dict, path: Path) -> None:

@@ -23,11 +23,8 @@ def register(app: typer.Typer) -> None:
         """Search what the caller's namespace may see, ranked by the policy's driver."""
         ops = data(ns, embeds=[query])
         result = ops.search(query, k=k, token_budget=budget, sources=source or None, driver=driver, as_of=as_of)
-        if not result.hits and remote() is None:  # local: the operator named the namespace
-            twins = store("search").case_twins(result.namespace)
-            if twins:
-                err.print(f"halomem: warning: {result.namespace} holds nothing, but {', '.join(twins)} (differing "
-                          "only in case) does: namespaces are case-sensitive", markup=False)
+        if remote() is None:  # local: the operator named the namespace, and may have mistyped it
+            _whose_rows(result)
         if as_json:
             emit_json(result.to_dict())
             return
@@ -39,6 +36,24 @@ def register(app: typer.Typer) -> None:
                       + (f"  source: {h.source}" if h.source else ""))
             print_text(h.content)
 
+
+    def _whose_rows(result) -> None:  # noqa: ANN001 - a SearchResult
+        """A note on stderr when the namespace searched holds no memories of its own: which namespaces
+        the hits come from (those it inherits), or that nothing matched there either."""
+        operator = store("search")
+        if operator.own_memories(result.namespace):
+            return
+        twins = operator.case_twins(result.namespace)
+        if twins:
+            err.print(f"halomem: warning: {result.namespace} holds nothing, but {', '.join(twins)} (differing "
+                      "only in case) does: namespaces are case-sensitive", markup=False)
+        elif result.hits:
+            origins = ", ".join(dict.fromkeys(h.namespace or "-" for h in result.hits))
+            err.print(f"halomem: note: {result.namespace} holds no memories of its own; these hits are what it "
+                      f"inherits, from {origins}", markup=False)
+        else:
+            err.print(f"halomem: note: {result.namespace} holds no memories of its own, and nothing it inherits "
+                      "matched", markup=False)
 
     @app.command()
     def namespaces(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> None:
@@ -71,7 +86,7 @@ def register(app: typer.Typer) -> None:
 @drivers_app.command("list")
 def drivers_list(as_json: bool = JsonOption) -> None:
     """Drivers mounted at boot and their capabilities."""
-    from rich.table import Table
+    from .tables import Column, fitted
 
     k = kernel()
     rows = []
@@ -89,7 +104,6 @@ def drivers_list(as_json: bool = JsonOption) -> None:
     if as_json:
         emit_json(rows)
         return
-    table = Table("driver", "graph", "streaming", "origin")
-    for r in rows:
-        table.add_row(r["name"], str(r["graph"]), str(r["streaming"]), literal(r["origin"]))
-    out.print(table)
+    out.print(fitted([Column("driver", whole=True), Column("graph", drop=2), Column("streaming", drop=1),
+                      Column("origin")],
+                     [[r["name"], str(r["graph"]), str(r["streaming"]), literal(r["origin"])] for r in rows]))

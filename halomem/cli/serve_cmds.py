@@ -18,7 +18,9 @@ def register(app: typer.Typer) -> None:
                                                help="Requests/s per principal (0: no limit)."),
               burst: int = typer.Option(200, "--burst", help="Requests a principal may send at once."),
               max_body: int = typer.Option(16 * 1024 * 1024, "--max-body", help="Largest request body, bytes."),
-              access_log: bool = typer.Option(True, "--access-log/--no-access-log"),
+              access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="One JSON line per "
+                                              "request on stderr (ids, route, status, time; never a token or "
+                                              "content)."),
               heads_every: float = typer.Option(60.0, "--audit-heads-every", help="Seconds between audit heads "
                                                 "recorded outside the database (0: only at exit)."),
               refusal_window: float = typer.Option(60.0, "--audit-refusal-window", min=0.0, help="Seconds in which "

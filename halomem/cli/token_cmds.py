@@ -37,21 +37,18 @@ def create(ns: Optional[str] = NsOption, name: str = typer.Option(..., "--name",
 def list_tokens(ns: Optional[str] = typer.Option(None, "--ns", help="Only this namespace and below."),
                 as_json: bool = JsonOption) -> None:
     """Tokens (never their secrets), with their state."""
-    from rich.table import Table
+    from .tables import Column, fitted
 
     rows = store("token list", "GET /v1/tokens").list_tokens(ns)
     if as_json:
         emit_json([p.public() for p in rows])
         return
-    table = Table()
-    table.add_column("id", no_wrap=True, min_width=16)  # never truncated: it is what `revoke` takes
-    for header in ("name", "namespace", "scopes", "created", "expires", "state"):
-        table.add_column(header)
-    for p in rows:
-        state = p.status()
-        table.add_row(p.id, literal(p.name), p.namespace, ",".join(p.scopes), f"{p.created_at:%Y-%m-%d %H:%M}",
-                      f"{p.expires_at:%Y-%m-%d %H:%M}" if p.expires_at else "never", state)
-    out.print(table)
+    columns = [Column("id", whole=True),  # never cut: it is what `revoke` takes
+               Column("name"), Column("namespace"), Column("scopes"), Column("created", drop=2),
+               Column("expires", drop=1), Column("state", whole=True)]
+    out.print(fitted(columns, [[p.id, literal(p.name), p.namespace, ",".join(p.scopes), f"{p.created_at:%Y-%m-%d %H:%M}",
+                                f"{p.expires_at:%Y-%m-%d %H:%M}" if p.expires_at else "never", p.status()]
+                               for p in rows]))
 
 
 @app.command("revoke")

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import statistics
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -178,12 +177,6 @@ def deterministic_k(plan: Planner, fx: FixtureData) -> CheckResult:
         return CheckResult(CHECK_IDS[5], False, f"top-3 changed between runs for {len(differing)} of "
                                                 f"{len(queries)} queries (first: {differing[0][:40]!r})")
     return CheckResult(CHECK_IDS[5], True, f"same top-3 across repeated runs of {len(queries)} queries")
-
-
-def timed(fn: Callable[[], tuple[list[ScoredRef], frozenset[str]]]) -> Call:
-    started = time.perf_counter()
-    refs, admitted = fn()
-    return Call(refs, admitted, (time.perf_counter() - started) * 1000)
 
 
 __all__ = ["CHECK_IDS", "CheckResult", "Report", "RetrieverDriver"]

@@ -1,6 +1,6 @@
 """The hermetic fixture: 10 planted facts in conf/a, 5 canaries in the sibling conf/b.
 
-The data file lives in fixtures/conformance/ and is pinned by checksum, so a certification run
+The data file lives in halomem/fixtures/conformance/ and is pinned by checksum, so a certification run
 always measures against the same facts.
 """
 from __future__ import annotations

@@ -2,15 +2,14 @@
 from __future__ import annotations
 
 import contextlib
-import time
 from pathlib import Path
 from typing import Iterator
 
 from ..config import Settings
 from ..db.embedded import ephemeral_server
-from ..drivers.view import admitted_refs, build_scoped_view
 from ..index import Scope
-from ..types import Namespace, RetrieverDriver, RetrieverQuery, ScoredRef
+from ..planning import PlanFailed, run_driver
+from ..types import Namespace, RetrieverDriver
 from . import checks
 from .checks import CHECK_IDS, Call, Report
 from .fixture import FixtureData, load_fixture
@@ -59,13 +58,11 @@ class ConformanceKit:
     def _planner(self, driver: RetrieverDriver):  # noqa: ANN202
         def plan(query: str, k: int, budget: int) -> Call:
             with self.kernel.index.reader() as reader:
-                view = build_scoped_view(reader, self.scope, self.kernel.embedder)
-                started = time.perf_counter()
-                refs = driver.plan(RetrieverQuery(query=query, view=view, token_budget=budget, k=k))
-                ms = (time.perf_counter() - started) * 1000
-                if not isinstance(refs, list) or not all(isinstance(r, ScoredRef) for r in refs):
-                    raise TypeError("plan() must return a list of ScoredRef")
-                return Call(refs, admitted_refs(view), ms)
+                try:
+                    run = run_driver(reader, self.scope, self.kernel.embedders, driver, query, k, budget)
+                except PlanFailed as exc:
+                    raise exc.cause from None  # the check reports what the driver raised
+            return Call(run.returned, frozenset(r.ref for r in run.admitted), run.ms)
 
         return plan
 

@@ -1,7 +1,7 @@
 """Engine construction: the external server from HALOMEM_DATABASE_URL, else the embedded one."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import sqlalchemy as sa
 
@@ -46,11 +46,11 @@ def make_engine(settings: Settings, pool_size: int = 10) -> sa.Engine:
     return engine
 
 
-def make_replicas(urls: str | None) -> list[Any]:
+def make_replicas(urls: str | None, index_over: Callable[[sa.Engine], Any]) -> list[Any]:
     """The hot standbys of HALOMEM_READ_DATABASE_URL (comma-separated), each read through its
     SELECT-only reader role when that logs in (a physical standby has the primary's roles). A standby
-    that does not answer now is kept: the router skips it until it does."""
-    from ..index import MemoryIndex
+    that does not answer now is kept: the router skips it until it does. ``index_over``: what reads
+    through an engine (the kernel passes halomem.index.MemoryIndex)."""
     from .migrations import READER_ROLE
     from .replicas import Replica
 
@@ -63,7 +63,7 @@ def make_replicas(urls: str | None) -> list[Any]:
             raise ConfigError(f"HALOMEM_READ_DATABASE_URL is not a usable PostgreSQL URL: {_one_line(exc)}") from None
         reader = make_reader_engine(engine, READER_ROLE, writable=False)
         name = f"{engine.url.host or 'local'}:{engine.url.port or 5432}"
-        replicas.append(Replica(name, engine, MemoryIndex(reader or engine)))
+        replicas.append(Replica(name, engine, index_over(reader or engine)))
     return replicas
 
 

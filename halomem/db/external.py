@@ -45,9 +45,6 @@ class ExternalPostgres:
     def owner_url(self) -> str:
         return f"postgresql+psycopg://{OWNER}:{OWNER_PASSWORD}@127.0.0.1:{self.port}/{DATABASE}"
 
-    def dba_url(self, database: str = DATABASE) -> str:
-        return f"postgresql+psycopg://{DBA}@127.0.0.1:{self.port}/{database}"
-
     def _run(self, command: str, *args: str) -> None:
         user = RUN_AS if os.geteuid() == 0 else None
         subprocess.run([str(_bin() / command), *args], check=True, capture_output=True, text=True, user=user,
@@ -90,6 +87,21 @@ class ExternalPostgres:
             for statement in cluster_statements(OWNER, DATABASE, OWNER_PASSWORD):
                 conn.execute(statement)
         with psycopg.connect(f"host=127.0.0.1 port={self.port} user={DBA} dbname={DATABASE}", autocommit=True) as conn:
+            for statement in database_statements():
+                conn.execute(statement)
+
+    def add_database(self, name: str) -> None:
+        """Another database owned by the owner role, set up as the first one was (a parallel test
+        worker's own: ``make test`` runs workers that each truncate their tables)."""
+        import psycopg
+
+        from .setup_sql import database_statements
+        from .migrations import READER_ROLE
+
+        with psycopg.connect(f"host=127.0.0.1 port={self.port} user={DBA} dbname=postgres", autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name} OWNER {OWNER}")
+            conn.execute(f"GRANT CONNECT ON DATABASE {name} TO {READER_ROLE}")
+        with psycopg.connect(f"host=127.0.0.1 port={self.port} user={DBA} dbname={name}", autocommit=True) as conn:
             for statement in database_statements():
                 conn.execute(statement)
 
@@ -136,13 +148,17 @@ class ExternalPostgres:
 
 
 def main(argv: list[str]) -> int:
-    """``start DIR`` prints the owner's URL; ``stop DIR`` stops and removes the cluster."""
-    if len(argv) != 2 or argv[0] not in ("start", "stop"):
-        print("usage: python -m halomem.db.external start|stop DIR", file=sys.stderr)
+    """``start DIR [WORKERS]`` prints the owner's URL (and makes ``halomem_gw0``... for that many
+    parallel test workers, tests/conftest.py); ``stop DIR`` stops and removes the cluster."""
+    if len(argv) not in (2, 3) or argv[0] not in ("start", "stop") or (len(argv) == 3 and not argv[2].isdigit()):
+        print("usage: python -m halomem.db.external start DIR [WORKERS] | stop DIR", file=sys.stderr)
         return 2
     root = Path(argv[1]).resolve()
     if argv[0] == "start":
-        print(ExternalPostgres(root).start().owner_url)
+        cluster = ExternalPostgres(root).start()
+        for worker in range(int(argv[2]) if len(argv) == 3 else 0):
+            cluster.add_database(f"{DATABASE}_gw{worker}")
+        print(cluster.owner_url)
     else:
         port = int((root / "port").read_text()) if (root / "port").exists() else 0
         ExternalPostgres(root, port).destroy()

@@ -267,7 +267,7 @@ def _v9_search_seen(conn: Connection, dim: int) -> None:
 
 
 def _v10_feedback(conn: Connection, dim: int) -> None:
-    """Feedback on returned refs (audit.feedback)."""
+    """Feedback on returned refs (halomem.feedback)."""
     from .schema import feedback
 
     feedback.create(conn, checkfirst=True)

@@ -178,7 +178,7 @@ search_queries = sa.Table(
     sa.Column("query", sa.Text, nullable=False),
 )
 
-# Feedback on a ref a search returned (halomem.audit.feedback): the verdict is judged data, kept for
+# Feedback on a ref a search returned (halomem.feedback): the verdict is judged data, kept for
 # reports; the note is user data, cleared when the memory is erased.
 feedback = sa.Table(
     "feedback", metadata,

@@ -94,11 +94,11 @@ def build_scoped_view(reader: IndexReader, scope: Scope, embedder: Embedder) -> 
     return KernelScopedView(reader, scope, embedder)
 
 
-def embed_query(view: KernelScopedView, query: str) -> None:
+def embed_query(view: KernelScopedView, query: str) -> list[float]:
     """Embed the query kernel-side before the driver runs (kernel-side bookkeeping): the driver's
     own view.embed([query]) is then answered from the view, and an embedder that fails (a remote
     service down) fails here, as the kernel's error, not as the driver's."""
-    view._embedding(query)
+    return view._embedding(query)
 
 
 def admitted_refs(view: KernelScopedView) -> frozenset[str]:

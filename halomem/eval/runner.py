@@ -13,12 +13,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..bench.metrics import graded_ndcg_at, mrr_at, recall_at
+from ..ranking_metrics import graded_ndcg_at, mrr_at, recall_at
 from ..drivers import DriverRegistry
-from ..drivers.view import admitted_refs, build_scoped_view, embed_query
 from ..errors import InvalidInputError
 from ..index import Scope
-from ..types import Namespace, RetrieverQuery
+from ..planning import run_driver
+from ..types import Namespace
 from .bootstrap import Interval, draws, mean_interval, paired_difference
 from .judgements import Judgement
 
@@ -92,11 +92,8 @@ def run_eval(kernel, ns: Namespace, judgements: Sequence[Judgement], drivers: Se
         rows = []
         for j in judged:
             with kernel.index.reader() as reader:
-                view = build_scoped_view(reader, scope, kernel.embedders.follow(reader.store_embedder()))
-                embed_query(view, j.query)
-                refs = driver.plan(RetrieverQuery(j.query, view, BUDGET, K))
-                admitted = admitted_refs(view)
-            rows.append(_scores([r.ref for r in refs if r.ref in admitted], j.grades))
+                plan = run_driver(reader, scope, kernel.embedders, driver, j.query, K, BUDGET)
+            rows.append(_scores([r.ref for r in plan.refs], j.grades))
         per_query[name] = rows
     picks = draws(len(judged))
     table = {name: {m: np.array([row[m] for row in rows]) for m in METRICS} for name, rows in per_query.items()}

@@ -7,9 +7,7 @@ import binascii
 from datetime import datetime
 
 from ..errors import InvalidInputError
-from ..limits import MAX_ID_CHARS
-
-MAX_CURSOR = 200
+from ..limits import MAX_CURSOR_CHARS, MAX_ID_CHARS
 
 
 def encode(valid_from: datetime, memory_id: str) -> str:
@@ -17,7 +15,7 @@ def encode(valid_from: datetime, memory_id: str) -> str:
 
 
 def decode(cursor: object) -> tuple[datetime, str]:
-    if not isinstance(cursor, str) or len(cursor) > MAX_CURSOR:
+    if not isinstance(cursor, str) or len(cursor) > MAX_CURSOR_CHARS:
         raise InvalidInputError("cursor must be the next_cursor of an earlier page")
     try:
         if not cursor.isascii() or not cursor.isprintable():  # the alphabet only: b64decode would drop the rest

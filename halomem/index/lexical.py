@@ -223,6 +223,25 @@ def _bm25(n_terms: int, found: sa.Subquery) -> sa.ColumnElement[float]:
     return sum(parts[1:], parts[0])
 
 
+def share_weights(conn: Connection, scope: Scope, text: str) -> list[tuple[str, float]]:
+    """Each of ``text``'s lexemes with its share (summing to 1) of the query's IDF, IDF from the
+    lexicon over the memories ``scope`` reads (statistics: what tells a memory apart; a lexeme no
+    visible memory holds, or a stop word, weighs nothing)."""
+    stats = statistics(conn, scope, text)
+    weights = [(t.lexeme, stats.idf(t.docs)) for t in stats.terms if t.docs > 0]
+    total = sum(w for _, w in weights)
+    return [(lx, w / total) for lx, w in weights] if total > 0 else []
+
+
+def held_share(weights: Sequence[tuple[str, float]], tsv: sa.ColumnElement[Any]) -> sa.ColumnElement[float]:
+    """SQL for the share (0..1) of the query's weighted lexemes (share_weights) a row's ``tsv``
+    holds: the same weights for memories and concepts, so their shares compare."""
+    if not weights:
+        return sa.literal(0.0, sa.Float)
+    parts = [sa.case((tsv.op("@@")(_as_tsquery([lx], "|")), w), else_=0.0) for lx, w in weights]
+    return sum(parts[1:], parts[0])
+
+
 def term_share(conn: Connection, scope: Scope, text: str, table: sa.Table) -> sa.ColumnElement[float]:
     """SQL for the IDF-weighted share (0..1) of ``text``'s lexemes that a row of ``table`` holds in
     its content_tsv, IDF over the visible rows of ``table``: what tells its rows apart (a word every

@@ -231,10 +231,6 @@ class IndexReader:
             .group_by(memories.c.namespace).order_by(memories.c.namespace))
         return {ns: int(n) for ns, n in self.conn.execute(stmt)}
 
-    def count_live(self, scope: Scope) -> int:
-        stmt = sa.select(sa.func.count()).select_from(memories).where(visible(memories, scope))
-        return int(self.conn.execute(stmt).scalar_one())
-
     # --- L3 concepts -------------------------------------------------------------------------
     def concepts(self, scope: Scope, query: str, embedding: Sequence[float], k: int) -> list[ScoredRef]:
         """Concepts scored 0.5 x cosine + 0.5 x the IDF-weighted share of the query's lexemes they
@@ -255,6 +251,37 @@ class IndexReader:
                           score=max(0.0, min(1.0, float(r.score))), content=r.content,
                           token_estimate=estimate_tokens(r.content))
                 for r in self.conn.execute(stmt)]
+
+    def relevance_features(self, scope: Scope, query: str, embedding: Sequence[float], memory_ids: Sequence[str],
+                           concept_refs: Sequence[str]) -> dict[str, tuple[float, float]]:
+        """(cosine, lexical share) of each ref with the query, what halomem.relevance calibrates: the
+        cosine of the memory's own vector or its best passage's (as vector_search scores it), the
+        concept's vector's; the IDF-weighted share of the query's lexemes the text holds
+        (lexical.held_share). Refs the scope cannot read are absent."""
+        if not memory_ids and not concept_refs:
+            return {}
+        vector = list(embedding)
+        share = functools.partial(lexical.held_share, lexical.share_weights(self.conn, scope, " ".join(query_terms(query))))
+        out: dict[str, tuple[float, float]] = {}
+        if memory_ids:
+            best_passage = (sa.select(sa.func.max(1.0 - passages.c.embedding.cosine_distance(vector)))
+                            .where(passages.c.memory_id == memories.c.id).scalar_subquery())
+            own = 1.0 - memories.c.embedding.cosine_distance(vector)
+            stmt = sa.select(memories.c.id, own.label("own"), best_passage.label("passage"),
+                             share(memories.c.content_tsv).label("share")).where(
+                visible(memories, scope), memories.c.id.in_(list(memory_ids)))
+            for r in self.conn.execute(stmt):
+                cosine = max(float(r.own) if r.own is not None else 0.0, float(r.passage or 0.0))
+                out[r.id] = (cosine, float(r.share))
+        if concept_refs and not scope.source_scoped:
+            pairs = [ref.rpartition(":")[::2] for ref in concept_refs]
+            stmt = sa.select(concepts.c.namespace, concepts.c.path,
+                             (1.0 - concepts.c.embedding.cosine_distance(vector)).label("cos"),
+                             share(concepts.c.content_tsv).label("share")).where(
+                visible(concepts, scope), sa.tuple_(concepts.c.namespace, concepts.c.path).in_(pairs))
+            for r in self.conn.execute(stmt):
+                out[concept_ref(r.namespace, r.path)] = (float(r.cos or 0.0), float(r.share))
+        return out
 
     def concept(self, scope: Scope, ref: str) -> dict[str, Any] | None:
         """A visible concept by its ref (``namespace:path``, one concept exactly), or by a bare path

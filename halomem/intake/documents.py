@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import sqlalchemy as sa
 
@@ -34,8 +34,21 @@ from .document import Document
 from .files import Root, SourceFile
 from .formats import Skip, read
 
-if TYPE_CHECKING:
-    from ..kernel import Kernel
+
+
+class Store(Protocol):
+    """What intake needs of the kernel (halomem.kernel.Kernel has it): the write path's phases,
+    retirement and the audit trail, and the engine to read what is live."""
+
+    engine: sa.Engine
+
+    def write_rows(self, ns: Namespace, rows: list, *, label: str, request_id: str | None = None,
+                   dry_run: bool = False) -> Any: ...
+    def prepare_rows(self, ns: Namespace, rows: list, *, dry_run: bool = False) -> Any: ...
+    def commit_rows(self, prepared: Any, *, label: str, request_id: str, run: Any = None) -> Any: ...
+    def start_run(self, ns: Namespace) -> Any: ...
+    def retire(self, ns: Namespace, ids: Sequence[str], *, reason: str, request_id: str | None = None) -> list[str]: ...
+    def audit_event(self, ns: Namespace, action: str, record: dict[str, Any], request_id: str) -> None: ...
 
 FILES_PER_BATCH = 256  # files one write transaction takes (their parts together): the embedder batches
 # texts of like length together, so batches much smaller than this embed measurably slower
@@ -138,7 +151,7 @@ class Live:
     sha256: str | None
 
 
-def live_documents(kernel: "Kernel", ns: Namespace, roots: Sequence[str]) -> dict[str, list[Live]]:
+def live_documents(kernel: Store, ns: Namespace, roots: Sequence[str]) -> dict[str, list[Live]]:
     """file key (its source) -> its live memories, for the documents ingested under ``roots``."""
     from ..db.schema import memories
 
@@ -156,7 +169,7 @@ def live_documents(kernel: "Kernel", ns: Namespace, roots: Sequence[str]) -> dic
     return out
 
 
-def ingest_documents(kernel: "Kernel", ns: Namespace, roots: Sequence[Root], files: Sequence[SourceFile], *,
+def ingest_documents(kernel: Store, ns: Namespace, roots: Sequence[Root], files: Sequence[SourceFile], *,
                      fmt: str | None = None, prune: bool = False, strict: bool = False, dry_run: bool = False,
                      request_id: str, on_total: Callable[[int], None] | None = None,
                      progress: Callable[[int], None] | None = None) -> DocumentsReport:
@@ -228,7 +241,7 @@ def ingest_documents(kernel: "Kernel", ns: Namespace, roots: Sequence[Root], fil
     return report
 
 
-def _write_batches(kernel: "Kernel", ns: Namespace, batches: list[list[tuple[SourceFile, list[ParsedRow]]]],
+def _write_batches(kernel: Store, ns: Namespace, batches: list[list[tuple[SourceFile, list[ParsedRow]]]],
                    request_id: str, dry_run: bool) -> Iterator[tuple[list, list[Outcome]]]:
     """Each batch's outcomes, in order. A batch's transaction runs in a thread of its own while the
     next batch is read and embedded (the database's work and the embedder's overlap); a batch whose
@@ -265,7 +278,7 @@ def _write_batches(kernel: "Kernel", ns: Namespace, batches: list[list[tuple[Sou
             yield finish(*pending)
 
 
-def _write_batch(kernel: "Kernel", ns: Namespace, rows: list[ParsedRow], request_id: str,
+def _write_batch(kernel: Store, ns: Namespace, rows: list[ParsedRow], request_id: str,
                  dry_run: bool) -> list[Outcome]:
     for attempt in range(RETRIES + 1):
         try:

@@ -14,8 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import Iterator, Sequence
 
 from ..errors import IngestError
-
-MAX_FILES = 100_000  # files one ingest reads; a larger tree is refused, naming the limit
+from ..limits import MAX_FILES, MAX_RELATIVE_PATH_CHARS, MAX_ROOT_NAME_CHARS
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", ".tox"})
 
 
@@ -86,8 +85,10 @@ def collect(paths: Sequence[Path], include: Sequence[str] = (), exclude: Sequenc
 
 
 def check_root_name(name: str) -> str:
-    if not isinstance(name, str) or "/" in name or not name.strip() or len(name) > 100 or not name.isprintable():
-        raise IngestError(f"root name {str(name)[:100]!r} must be 1-100 printable characters without '/'")
+    if (not isinstance(name, str) or "/" in name or not name.strip() or len(name) > MAX_ROOT_NAME_CHARS
+            or not name.isprintable()):
+        raise IngestError(f"root name {str(name)[:100]!r} must be 1-{MAX_ROOT_NAME_CHARS} printable characters"
+                          " without '/'")
     return name
 
 
@@ -95,7 +96,7 @@ def check_relative(path: str) -> str:
     """An uploaded file's name as a path under its root: relative, '/'-separated, no '..', printable."""
     clean = path.replace("\\", "/").strip()
     parts = [p for p in clean.split("/") if p not in ("", ".")]
-    if not parts or ".." in parts or clean.startswith("/") or len(clean) > 1000 or not clean.isprintable():
+    if not parts or ".." in parts or clean.startswith("/") or len(clean) > MAX_RELATIVE_PATH_CHARS or not clean.isprintable():
         raise IngestError(f"file name {path[:100]!r} is not a relative path under the root")
     return "/".join(parts)
 

@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..auth.store import parse_duration
 from ..errors import AuthenticationError, InvalidInputError
-from ..limits import MAX_AS_OF_CHARS, MAX_AUDIT_ROWS, MAX_BATCH, MAX_BUDGET, MAX_ID_CHARS, MAX_K, MAX_NOTE_CHARS, MAX_PAGE, namespace
+from ..limits import (MAX_ACTION_CHARS, MAX_AS_OF_CHARS, MAX_AUDIT_ROWS, MAX_BATCH, MAX_BUDGET, MAX_CURSOR_CHARS, MAX_DAYS,
+                      MAX_ID_CHARS, MAX_K, MAX_NOTE_CHARS, MAX_PAGE, MAX_REASON_CHARS, MAX_ROOT_NAME_CHARS, namespace)
 from ..ops import Operations
 from ..pipeline import Pipeline
 from ..results import (AuditJSON, BatchJSON, ChainJSON, ConceptsJSON, ConceptStoredJSON, EntitiesJSON, EntityAddedJSON,
@@ -66,7 +67,7 @@ class BatchIn(Closed):
 
 
 class EraseIn(Closed):
-    reason: str = Field("", max_length=2000)
+    reason: str = Field("", max_length=MAX_REASON_CHARS)
 
 
 class FeedbackIn(Closed):
@@ -150,7 +151,7 @@ def build_router(pipeline: Pipeline) -> APIRouter:
 
     @r.get("/memories", summary="The newest memories the caller may see, a page at a time", responses=shape(PageJSON))
     def recent(limit: int = Query(20, ge=1, le=MAX_PAGE, description="Memories on this page."),
-               cursor: Optional[str] = Query(None, max_length=200, description="The previous page's next_cursor."),
+               cursor: Optional[str] = Query(None, max_length=MAX_CURSOR_CHARS, description="The previous page's next_cursor."),
                source: Optional[list[str]] = Query(None, description="Only these sources (repeatable)."),
                ops: Operations = Ops) -> dict[str, Any]:
         return ops.recent(limit, cursor, source).to_dict()
@@ -198,7 +199,7 @@ def build_router(pipeline: Pipeline) -> APIRouter:
                     "type": "string", "format": "binary"}}}}}}}},
             responses={**shape(DocumentsJSON, 201), **problems(409)})
     async def documents(request: Request,
-                        root: str = Query(..., max_length=100, description="The root's name: keys are ROOT/path."),
+                        root: str = Query(..., max_length=MAX_ROOT_NAME_CHARS, description="The root's name: keys are ROOT/path."),
                         prune: bool = Query(False, description="The upload is the whole folder: retire the memories "
                                             "of its files that are not in it."),
                         strict: bool = Query(False, description="Refuse the whole upload if a file cannot be read."),
@@ -296,7 +297,7 @@ def build_router(pipeline: Pipeline) -> APIRouter:
     @r.get("/audit", summary="The newest audit rows of the caller's namespace and below (admin)",
            responses=shape(AuditJSON))
     def audit_tail(n: int = Query(20, description=f"Rows on this page (1-{MAX_AUDIT_ROWS})."),
-                   action: Optional[str] = Query(None, max_length=40, description="Only this action."),
+                   action: Optional[str] = Query(None, max_length=MAX_ACTION_CHARS, description="Only this action."),
                    before: Optional[int] = Query(None, ge=1, le=2**63 - 1, description=(
                        "Only rows older than this seq: the previous page's first seq, to page back.")),
                    ops: Operations = Ops) -> dict[str, Any]:
@@ -326,7 +327,7 @@ def build_router(pipeline: Pipeline) -> APIRouter:
 
     @r.get("/policy/report", summary="Each arm's record over a window of searches made here and below (admin)",
            responses=shape(PolicyReportJSON))
-    def policy_report(days: float = Query(7.0, gt=0, le=3660, description="The window, in days."),
+    def policy_report(days: float = Query(7.0, gt=0, le=MAX_DAYS, description="The window, in days."),
                       ops: Operations = Ops) -> dict[str, Any]:
         return ops.policy_report(days)
 

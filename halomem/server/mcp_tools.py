@@ -23,7 +23,7 @@ from ..auth.rights import READ, WRITE, Caller
 from ..errors import HalomemError, InvalidInputError
 from ..kernel import Kernel
 from ..limits import (MAX_AS_OF_CHARS, MAX_BATCH, MAX_BUDGET, MAX_CONTENT_CHARS, MAX_ID_CHARS, MAX_K, MAX_PAGE, MAX_QUERY_CHARS,
-                      MAX_NOTE_CHARS, MAX_REASON_CHARS, MAX_SOURCE_CHARS, MAX_SOURCES)
+                      MAX_NOTE_CHARS, MAX_REASON_CHARS, MAX_SOURCE_CHARS, MAX_SOURCES, MAX_CURSOR_CHARS)
 from ..ops import Operations
 from ..pipeline import Pipeline, Request
 from ..results import (SCORE_DIGITS, BatchJSON, ChainJSON, ConceptsJSON, EntitiesJSON, ErasedJSON, FeedbackJSON,
@@ -219,7 +219,7 @@ def build_mcp(kernel: Kernel, pipeline: Pipeline, *, http: bool = False, stdio_t
         "The newest current memories visible to you, newest first, a page at a time; pass next_cursor back as "
         "cursor for the next page."))
     async def recent(limit: Annotated[int, Field(ge=1, le=MAX_PAGE, strict=True, description="Memories per page.")] = 20,
-                     cursor: Annotated[Optional[str], Field(None, max_length=200, description=(
+                     cursor: Annotated[Optional[str], Field(None, max_length=MAX_CURSOR_CHARS, description=(
                          "The next_cursor of the previous page."))] = None,
                      sources: Sources = None) -> Annotated[CallToolResult, PageJSON]:
         page = (await call(lambda ops: ops.recent(limit, cursor, sources))).to_dict()

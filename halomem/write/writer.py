@@ -13,7 +13,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import Connection
 
 from .. import audit
-from ..audit.feedback import forget_notes
+from ..feedback import forget_notes
 from ..audit.seen import forget_queries_that_returned
 from ..cold import check_concept_path
 from ..db.schema import PERSONAL_TEXT_TABLES, concepts, entities, entity_aliases, memories, passages, policies
@@ -23,7 +23,7 @@ from ..embed.tokenize import word_boundary_pattern
 from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..index import IndexReader, Scope
 from ..index.acl import mentionable
-from ..limits import check_entity_names
+from ..limits import AUDITED_REASON_CHARS, check_entity_names
 from ..policy.model import Policy, combine, parse_policy
 from ..results import NewMemory
 from ..types import Namespace
@@ -216,7 +216,7 @@ class Writer:
             forget_shadow(conn, memory_id)
             forget_queries_that_returned(conn, [memory_id])  # a query that found it may quote it
             forget_notes(conn, [memory_id])  # and so may a note left on it
-            audit.append(conn, ns.path, "erase", {"outcome": "ok", "id": memory_id, "reason": reason[:200]},
+            audit.append(conn, ns.path, "erase", {"outcome": "ok", "id": memory_id, "reason": reason[:AUDITED_REASON_CHARS]},
                          request_id or new_request_id())
 
     # --- entities ----------------------------------------------------------------------------

@@ -13,14 +13,14 @@ from typing import Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from . import log as audit
-from ..auth.rights import Caller, may_judge
-from ..db.schema import audit_log, feedback, memories, search_seen
-from ..errors import InvalidInputError, NotFoundError
-from ..index.acl import Scope, visible
-from ..limits import MAX_NOTE_CHARS, check_id, check_text
-from ..types import Namespace
-from ..results import Feedback
+from .audit import log as audit
+from .auth.rights import Caller, may_judge
+from .db.schema import audit_log, feedback, memories, search_seen
+from .errors import InvalidInputError, NotFoundError
+from .index.acl import Scope, visible
+from .limits import MAX_NOTE_CHARS, check_id, check_text
+from .types import Namespace
+from .results import Feedback
 
 VERDICTS = ("helpful", "not-helpful", "wrong")
 

@@ -1,4 +1,4 @@
-"""Ranking metrics over a ranked list of doc ids and a relevant set (binary relevance)."""
+"""Ranking metrics over a ranked list of doc ids and a relevant set (eval and the benchmarks share them)."""
 from __future__ import annotations
 
 import math
