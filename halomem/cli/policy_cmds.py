@@ -136,21 +136,21 @@ def policy_report(ns: Optional[str] = NsOption,
     if as_json:
         emit_json(report)
         return
-    out.print(f"{report['namespace']}, last {report['days']:g} days; policy: {report['policy_text']}", markup=False)
+    out.print(f"{report['namespace']}, last {report['days']:g} days; policy: {report['policy_text']}", soft_wrap=False)
     if report["arms"]:
         out.print(_arms_table(report["arms"]))
     else:
-        out.print("no search chose its driver by this policy in the window", markup=False)
+        out.print("no search chose its driver by this policy in the window", soft_wrap=False)
     if report["manual"]:
-        out.print("searches that named their driver (--driver), apart from the policy's arms:", markup=False)
+        out.print("searches that named their driver (--driver), apart from the policy's arms:", soft_wrap=False)
         out.print(_arms_table(report["manual"]))
     for s in report["shadows"]:
         out.print(f"shadow {s['driver']}: {s['runs']} runs, {s['failures']} failed, overlap@k with the answer "
-                  f"{s['overlap_at_k']}, plan p50 {s['plan_p50_ms']} ms", markup=False)
+                  f"{s['overlap_at_k']}, plan p50 {s['plan_p50_ms']} ms", soft_wrap=False)
     if "verdict" in report:
         v = report["verdict"]
         more = f" (about {v['more_searches']} more searches per arm)" if v.get("more_searches") else ""
-        out.print(f"verdict: {v['verdict']}{more}", markup=False)
+        out.print(f"verdict: {v['verdict']}{more}", soft_wrap=False)
 
 
 def _arms_table(arms: list[dict]):  # noqa: ANN202 - a rich Table

@@ -4,6 +4,7 @@ needed first) and saying which; a name or an id is never cut short with an ellip
 always has every column."""
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -21,11 +22,10 @@ class Column:
 
 
 def _min_width(col: Column, cells: Sequence[str]) -> int:
-    header_word = max((len(w) for w in col.header.split()), default=1)  # a header is never broken mid-word
     if col.whole:
         return max([len(col.header), *(len(c) for c in cells)])
     longest_word = max((len(w) for text in cells for w in text.split()), default=1)
-    return max(header_word, min(longest_word, FOLDED_MIN))
+    return max(len(col.header), min(longest_word, FOLDED_MIN))  # a header stays on one line
 
 
 def fitted(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int | None = None):  # noqa: ANN201
@@ -45,8 +45,8 @@ def fitted(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int 
             break
         shown.remove(max(droppable, key=lambda i: (columns[i].drop, i)))
     left_out = [columns[i].header for i in range(len(columns)) if i not in shown]
-    table = Table(caption=f"not shown to fit {width} columns: {', '.join(left_out)} (--json has them)"
-                  if left_out else None, caption_justify="left")
+    note = f"not shown to fit {width} columns: {', '.join(left_out)} (--json has them)"
+    table = Table(caption="\n".join(textwrap.wrap(note, width)) if left_out else None, caption_justify="left")
     for i in shown:
         col = columns[i]
         table.add_column(col.header, no_wrap=col.whole, overflow="fold", min_width=_min_width(col, [r[i] for r in rows]))
