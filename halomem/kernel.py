@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .write.reembed import Reembedded
 from .errors import InvalidInputError, NotFoundError
 from .index import MemoryIndex, Scope
-from .limits import check_page, check_query, check_sources, namespace
+from .limits import check_keys, check_page, check_query, check_sources, namespace
 from .index import cursors
 from .mounts import close_drivers, mount_drivers
 from .results import IngestReport, MemoryRow, NewMemory, Page, SearchResult
@@ -294,16 +294,18 @@ class Kernel:
         return row
 
     def recent(self, ns: str | Namespace, limit: int = 20, cursor: str | None = None,
-               sources: Sequence[str] | None = None, *, after_lsn: int | None = None) -> Page:
+               sources: Sequence[str] | None = None, keys: Sequence[str] | None = None, *,
+               after_lsn: int | None = None) -> Page:
         """The newest current memories ``ns`` may see, a page at a time (``cursor``: the previous
-        page's ``next_cursor``)."""
+        page's ``next_cursor``; ``keys``: only the keyed memories with these keys)."""
         scope = Scope(namespace(ns), check_sources(sources) or None)
+        keys = check_keys(keys)
         limit = check_page(limit)
         before = cursors.decode(cursor) if cursor else None
 
         def read(index: MemoryIndex) -> list[MemoryRow]:
             with index.reader() as reader:
-                return reader.recent(scope, limit + 1, before)
+                return reader.recent(scope, limit + 1, before, keys)
 
         rows, _ = self.router.read(after_lsn, read)
         more = len(rows) > limit

@@ -19,6 +19,8 @@ MAX_BUDGET = 1_000_000
 MAX_CONTENT_CHARS = 65_536
 MAX_SOURCE_CHARS = 200
 MAX_SOURCES = 100  # sources one search may be scoped to
+MAX_KEY_CHARS = 200  # a keyed memory's key (a document's path, a LangGraph item)
+MAX_KEYS = 100  # keys one `recent` page may be scoped to
 MAX_ID_CHARS = 100  # a memory id or a token id as a caller names it
 MAX_REASON_CHARS = 2000
 MAX_ENTITY_NAME_CHARS = 200
@@ -90,6 +92,15 @@ def check_sources(sources: Sequence[str] | None) -> tuple[str, ...] | None:
     if isinstance(sources, str) or len(sources) > MAX_SOURCES:
         raise InvalidInputError(f"sources must be a list of at most {MAX_SOURCES} names")
     return tuple(check_text(s, "a source", MAX_SOURCE_CHARS, allow_empty=True) for s in sources)
+
+
+def check_keys(keys: Sequence[str] | None) -> tuple[str, ...] | None:
+    """None (every memory) or at most MAX_KEYS keys, each printable text of MAX_KEY_CHARS or fewer."""
+    if keys is None:
+        return None
+    if isinstance(keys, str) or len(keys) > MAX_KEYS:
+        raise InvalidInputError(f"keys must be a list of at most {MAX_KEYS} keys")
+    return tuple(check_text(k, "a key", MAX_KEY_CHARS) for k in keys)
 
 
 def check_search_bounds(k: object, token_budget: object) -> None:

@@ -13,7 +13,8 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from . import audit
 from .auth import ADMIN, READ, WRITE, Caller, authorize
-from .auth.store import IssuedToken, Principal, PrincipalStore
+from .auth.principal import IssuedToken, Principal
+from .auth.store import PrincipalStore
 from .db.replicas import Consistency
 from .errors import DriverError, HalomemError, InvalidInputError, NotFoundError, PermissionDeniedError
 from .kernel import Kernel
@@ -135,9 +136,10 @@ class Operations:
                                                                         after_lsn=self.consistency.after),
                          kernel_audits=False)
 
-    def recent(self, limit: int = 20, cursor: str | None = None, sources: Sequence[str] | None = None) -> Page:
+    def recent(self, limit: int = 20, cursor: str | None = None, sources: Sequence[str] | None = None,
+               keys: Sequence[str] | None = None) -> Page:
         return self._run("recent", READ, lambda ns, rid: self.kernel.recent(
-            ns, limit, cursor, sources, after_lsn=self.consistency.after), kernel_audits=False)
+            ns, limit, cursor, sources, keys, after_lsn=self.consistency.after), kernel_audits=False)
 
     def history(self, memory_id: str) -> list[MemoryRow]:
         return self._run("history", READ, lambda ns, rid: self.kernel.history(
@@ -180,7 +182,7 @@ class Operations:
         return self._run("remember", WRITE, lambda ns, rid: self.kernel.remember_many(ns, items, request_id=rid))
 
     def ingest_bytes(self, raw: bytes, *, fmt: str = "jsonl", skip_bad: bool = False,
-                     label: str = "body", **progress: Any) -> IngestReport:
+                     label: str = "body.jsonl", **progress: Any) -> IngestReport:
         """Records (jsonl, csv) or conversations (chat) already in memory (a body, stdin)."""
         return self._run("ingest", WRITE, lambda ns, rid: self.kernel.ingest_bytes(
             ns, raw, fmt=fmt, skip_bad=skip_bad, label=label, request_id=rid, **progress))

@@ -11,7 +11,7 @@ import pytest
 import typer
 
 from halomem.cli.main import COMMANDS, build_app, command_named
-from halomem.client import Client, DirectTransport, PooledTransport
+from halomem_client.client import Client, DirectTransport, PooledTransport
 from halomem.errors import NotFoundError, ServiceUnreachableError
 from tests.conftest import make_token
 

@@ -51,6 +51,10 @@ def test_the_reference_pages_are_what_the_server_and_the_cli_declare(api_server,
         session.close()
     stale = [name for name, text in reference_docs.pages(spec, tools).items()
              if (ROOT / "docs" / "reference" / name).read_text(encoding="utf-8") != text]
+    if (reference_docs.TYPESCRIPT / "openapi.json").read_text(encoding="utf-8") != reference_docs.openapi_json(spec):
+        stale.append("clients/typescript/openapi.json")
+    if (reference_docs.TYPESCRIPT / "src" / "errors.ts").read_text(encoding="utf-8") != reference_docs.typescript_errors():
+        stale.append("clients/typescript/src/errors.ts")
     assert stale == [], f"run `python tools/reference_docs.py` (stale: {stale})"
 
 

@@ -108,10 +108,19 @@ def test_erase_takes_an_optional_reason_on_every_transport(api_server, kernel):
         session.close()
 
 
-@pytest.mark.parametrize("args", [("token", "list"), ("token", "create", "--ns", "acme", "--name", "x"),
-                                  ("token", "revoke", "0123456789abcdef"), ("audit", "verify"), ("db", "status"),
-                                  ("policy", "export"), ("index", "list")])
+@pytest.mark.parametrize("args", [("audit", "verify"), ("db", "status"), ("policy", "export"), ("index", "list")])
 def test_operator_commands_refuse_to_act_locally_in_remote_mode(cli, args):
     run = cli(*args, env={"HALOMEM_URL": "http://127.0.0.1:9", "HALOMEM_TOKEN": "hm_x"})
     assert run.returncode == 3 and run.stderr.count("\n") == 1
     assert "acts on the local data dir, not on HALOMEM_URL's server" in run.stderr
+
+
+@pytest.mark.parametrize("args", [("token", "list"), ("token", "create", "--ns", "acme", "--name", "x"),
+                                  ("token", "revoke", "0123456789abcdef")])
+def test_token_commands_go_to_the_server_in_remote_mode(cli, args):
+    """An admin token manages tokens on its server (tests/test_remote_cli.py); never the local store."""
+    from halomem.errors import ServiceUnreachableError
+
+    run = cli(*args, env={"HALOMEM_URL": "http://127.0.0.1:9", "HALOMEM_TOKEN": "hm_x"})
+    assert run.returncode == ServiceUnreachableError.exit_code and run.stderr.count("\n") == 1
+    assert "cannot reach halomem server at http://127.0.0.1:9" in run.stderr

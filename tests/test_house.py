@@ -75,3 +75,16 @@ def test_every_literal_input_bound_lives_in_limits():
                     and isinstance(node.value.value, (int, float)) and abs(node.value.value) > 2:
                 offenders.append(f"{path.relative_to(ROOT)}:{node.value.lineno} {node.arg}={node.value.value}")
     assert offenders == []
+
+
+def test_the_client_distribution_imports_nothing_of_the_server():
+    """clients/python is installed without halomem: none of its modules (the framework adapters
+    included) imports halomem, so `pip install ./clients/python` is all a client needs."""
+    client = ROOT / "clients" / "python" / "halomem_client"
+    offenders = []
+    for path in sorted(client.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            offenders += [f"{path.name}: {n}" for n in names if n == "halomem" or n.startswith("halomem.")]
+    assert len(list(client.rglob("*.py"))) >= 8 and offenders == []

@@ -71,7 +71,7 @@ def test_a_fitted_table_never_passes_the_width_nor_cuts_a_cell():
     characters are all there, in order."""
     import io
 
-    from hypothesis import given, settings
+    from hypothesis import example, given, settings
     from hypothesis import strategies as st
     from rich.console import Console
 
@@ -81,6 +81,8 @@ def test_a_fitted_table_never_passes_the_width_nor_cuts_a_cell():
     cell = st.lists(words, min_size=1, max_size=4).map(" ".join)
 
     @settings(max_examples=60, deadline=None)
+    @example(shape=([("id", False, 0)] * 5 + [("name", False, 0)], [["0", "0", "0", "0", "0 0 0", "0"]]), width=40)
+    @example(shape=([("id", True, 0), ("id", False, 0)], [["0 0 " + "0" * 27 + "2", "0"]]), width=40)
     @given(st.integers(2, 7).flatmap(lambda n: st.tuples(
         st.lists(st.tuples(st.sampled_from(["id", "name", "namespace", "state", "created at"]), st.booleans(),
                            st.integers(0, 3)), min_size=n, max_size=n),

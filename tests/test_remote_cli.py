@@ -62,3 +62,27 @@ def test_remote_mode_does_not_import_the_database_stack(api_server, kernel, cli_
 def test_unreachable_server_is_exit_15_not_a_database_error(cli):
     result = cli("search", "x", env={"HALOMEM_URL": "http://127.0.0.1:9", "HALOMEM_TOKEN": "hm_x"})
     assert result.returncode == 15 and result.stderr.count("\n") == 1 and "server unreachable" in result.stderr
+
+
+def test_remote_tokens_and_policy_report_use_the_admin_tokens_server(api_server, kernel, cli):
+    """What the client once lacked: tokens (create below the admin's namespace, list, revoke) and
+    the policy report, over HALOMEM_URL with the same output as locally; never above the token."""
+    admin = {"HALOMEM_URL": api_server.url, "HALOMEM_TOKEN": make_token(kernel, "acme/eng", "read,write,admin")}
+    made = cli("token", "create", "--ns", "acme/eng/bots", "--name", "nightly", "--scope", "read", "--expires", "2h",
+               "--json", env=admin)
+    assert made.returncode == 0, made.stderr
+    issued = json.loads(made.stdout)
+    assert issued["namespace"] == "acme/eng/bots" and issued["token"].startswith("hm_") and issued["expires_at"]
+    listed = json.loads(cli("token", "list", "--json", env=admin).stdout)
+    assert issued["id"] in [p["id"] for p in listed] and all(p["namespace"].startswith("acme/eng") for p in listed)
+    above = cli("token", "create", "--ns", "acme", "--name", "escalate", env=admin)
+    assert above.returncode == 13 and above.stdout == ""
+    revoked = cli("token", "revoke", issued["id"], "--json", env=admin)
+    assert revoked.returncode == 0 and json.loads(revoked.stdout)["status"] == "revoked"
+    shown = cli("token", "list", env={**admin, "COLUMNS": "200"})
+    assert shown.returncode == 0 and "revoked" in shown.stdout
+    report = cli("policy", "report", "--json", env=admin)
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["namespace"] == "acme/eng"
+    reader = {**admin, "HALOMEM_TOKEN": make_token(kernel, "acme/eng", "read")}
+    assert cli("token", "list", env=reader).returncode == 13

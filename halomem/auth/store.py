@@ -5,61 +5,21 @@ effect on the next request, whichever server process answers it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import sqlalchemy as sa
 
 from .. import audit
 from ..db.schema import principals
 from ..index.acl import in_subtree
-from ..instants import parse_span
-from ..limits import MAX_DAYS
 from ..errors import AuthenticationError, InvalidInputError, NotFoundError, PermissionDeniedError
 from ..types import Namespace
-from .rights import SCOPES, Caller, within
+from .principal import IssuedToken, Principal, parse_duration  # noqa: F401 - re-exported: the store's answers
+from .rights import SCOPES, within
 from .tokens import format_token, hash_secret, new_principal_id, new_secret, parse_token, secret_matches
 
 MAX_NAME = 100
-
-
-@dataclass(frozen=True)
-class Principal:
-    id: str
-    name: str
-    namespace: str
-    scopes: tuple[str, ...]
-    created_at: datetime
-    expires_at: datetime | None
-    revoked_at: datetime | None
-    created_by: str | None = None  # the minting principal; None: the local operator
-
-    def status(self, now: datetime | None = None) -> str:
-        """active, revoked or expired: what the server would make of this token now."""
-        if self.revoked_at is not None:
-            return "revoked"
-        if self.expires_at is not None and self.expires_at <= (now or datetime.now(timezone.utc)):
-            return "expired"
-        return "active"
-
-    def public(self) -> dict[str, Any]:
-        """Everything about a token but its secret (which is not kept anyway)."""
-        return {"id": self.id, "name": self.name, "namespace": self.namespace, "scopes": list(self.scopes),
-                "created_at": self.created_at, "expires_at": self.expires_at, "revoked_at": self.revoked_at,
-                "created_by": self.created_by, "status": self.status()}
-
-    def caller(self, share: str | None = None) -> Caller:
-        return Caller(Namespace(self.namespace), frozenset(self.scopes), self.id, self.name, share or self.id)
-
-
-@dataclass(frozen=True, repr=False)
-class IssuedToken:
-    principal: Principal
-    token: str  # shown once; never stored
-
-    def __repr__(self) -> str:
-        return f"IssuedToken(principal={self.principal!r}, token=<hidden>)"
 
 
 def parse_scopes(value: str | Iterable[str]) -> tuple[str, ...]:
@@ -70,14 +30,6 @@ def parse_scopes(value: str | Iterable[str]) -> tuple[str, ...]:
         raise InvalidInputError(f"scopes must be a non-empty subset of {','.join(SCOPES)}"
                                 + (f" (not {', '.join(repr(b) for b in bad)})" if bad else ""))
     return tuple(s for s in SCOPES if s in scopes)
-
-
-MAX_EXPIRY = timedelta(days=MAX_DAYS)  # ten years: a token is no archive
-
-
-def parse_duration(value: object) -> timedelta:
-    """A token's expiry as a caller gives it (instants.parse_span)."""
-    return parse_span(value, what="expiry", limit=MAX_EXPIRY)
 
 
 # the principal at the top of :id's minting lineage (bounded: lineages are short, a cycle cannot form)

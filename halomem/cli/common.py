@@ -142,18 +142,27 @@ def remote() -> tuple[str, str] | None:
     return (url, os.environ.get("HALOMEM_TOKEN", "").strip()) if url else None
 
 
-def data(ns: Optional[str], embeds: Sequence[str] = ()):  # noqa: ANN201 - halomem.ops.Operations or halomem.client.Client
+def remote_operations():  # noqa: ANN201 - halomem.remote.RemoteOperations or None
+    """HALOMEM_URL's server as the token's principal (remote mode), or None for the local store."""
+    target = remote()
+    if target is None:
+        return None
+    from ..remote import RemoteOperations
+
+    client = RemoteOperations.for_cli(*target)
+    startup.end()
+    return client
+
+
+def data(ns: Optional[str], embeds: Sequence[str] = ()):  # noqa: ANN201 - halomem.ops.Operations or halomem.remote.RemoteOperations
     """The operations a data command calls: the server's (remote mode, the token is the caller)
     or the local kernel's, acting as the operator of ``--ns``. Remote mode never imports the
     database stack. ``embeds``: the texts the command will embed, started in a child while the
     kernel boots (embed.prefetch)."""
-    target = remote()
-    if target is not None:
-        from ..client import Client
+    client = remote_operations()
+    if client is not None:
         from ..errors import InvalidInputError
 
-        client = Client.for_cli(*target)
-        startup.end()
         if ns is not None:
             own = client.whoami()["namespace"]
             if ns != own:

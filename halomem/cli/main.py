@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "policy": ("policy_cmds", "app"), "audit": ("audit_cmds", "app"), "db": ("db_cmds", "app"),
     "index": ("index_cmds", "app"), "drivers": ("search_cmds", "drivers_app"),
     "sidecar": ("sidecar_cmds", "app"), "bench": ("bench_cmds", "app"),
-    "conformance": ("conformance_cmds", None), "serve": ("serve_cmds", None), "mcp": ("serve_cmds", None),
+    "conformance": ("conformance_cmds", None), "serve": ("serve_cmds", None), "mcp": ("mcp_cmds", "app"),
     "token": ("token_cmds", "app"), "reembed": ("embed_cmds", None),
 }
 # Commands whose first act is booting the kernel or the remote client (common.kernel / common.data),

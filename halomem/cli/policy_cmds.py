@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from ..errors import InvalidInputError
-from .common import JsonOption, NsOption, data, emit_json, literal, out, remote, store
+from .common import JsonOption, NsOption, data, emit_json, literal, out, store
 
 app = typer.Typer(no_args_is_help=True, help="Per-namespace policy: retriever routing and near-copies.")
 
@@ -127,9 +127,6 @@ def policy_report(ns: Optional[str] = NsOption,
                   as_json: bool = JsonOption) -> None:
     """Per arm over the window, from the audit rows and feedback: searches, plan p50/p95, fallback and
     empty-answer rates, helpful share with its interval, and (for an A/B split) a verdict."""
-
-    if remote() is not None:
-        raise InvalidInputError("policy report reads the local store (unset HALOMEM_URL)")
     report = data(ns).policy_report(days)
     if plot is not None:
         _plot(report, plot)

@@ -1,4 +1,4 @@
-"""serve (HTTP API + MCP over streamable HTTP) and mcp (stdio, acting as HALOMEM_TOKEN)."""
+"""serve: the HTTP API and MCP over streamable HTTP (halomem mcp, the stdio server, is mcp_cmds)."""
 from __future__ import annotations
 
 import os
@@ -56,24 +56,3 @@ def register(app: typer.Typer) -> None:
                    shares=Shares(per_principal=in_flight, per_org=org_in_flight, per_server=server_in_flight,
                                  wait=share_wait),
                    query_retention_days=query_retention, drain_seconds=drain)
-
-    @app.command()
-    def mcp(rate_limit: float = typer.Option(100.0, "--rate-limit", envvar="HALOMEM_RATE_LIMIT",
-                                             help="Requests/s (0: no limit)."),
-            burst: int = typer.Option(200, "--burst", help="Requests at once.")) -> None:
-        """MCP over stdio for a local agent host, acting as the principal of HALOMEM_TOKEN."""
-        from ..errors import AuthenticationError
-        from ..pipeline import Pipeline
-        from ..server.mcp_tools import build_mcp
-
-        token = os.environ.get("HALOMEM_TOKEN", "").strip()
-        if not token:
-            raise AuthenticationError("HALOMEM_TOKEN is not set: `halomem mcp` acts as the principal of that token"
-                                      " (halomem token create ...)")
-        k = kernel()
-        pipeline = Pipeline(k, rate=rate_limit, burst=burst)
-        pipeline.authenticate(pipeline.begin("mcp start", "stdio"), token)  # fail fast: exit 12 on a bad token
-        try:
-            build_mcp(k, pipeline, stdio_token=token).run("stdio")
-        finally:
-            pipeline.close()

@@ -1,11 +1,12 @@
-"""token create | list | revoke: the operator issues agents' credentials (local trust)."""
+"""token create | list | revoke: the operator issues agents' credentials (local trust); in remote
+mode (HALOMEM_URL), an admin token does the same on its server, for its namespace and below."""
 from __future__ import annotations
 
 from typing import Optional
 
 import typer
 
-from .common import JsonOption, NsOption, emit_json, err, kernel, literal, local_only, out, store
+from .common import JsonOption, NsOption, emit_json, err, kernel, literal, out, remote_operations, store
 
 app = typer.Typer(no_args_is_help=True, help="Agent tokens: each binds one principal to one namespace.")
 
@@ -16,12 +17,15 @@ def create(ns: Optional[str] = NsOption, name: str = typer.Option(..., "--name",
            expires: Optional[str] = typer.Option(None, "--expires", help="A duration: 30d, 12h, 2w."),
            as_json: bool = JsonOption) -> None:
     """Create a token for a namespace. It is printed once and never stored."""
-    from ..auth.store import parse_duration
+    from ..auth.principal import parse_duration
     from ..ops import for_operator
 
     expires_in = parse_duration(expires) if expires else None
-    local_only("token create", "POST /v1/tokens/{namespace}")
-    issued = for_operator(kernel(), ns).create_token(None, name, scope, expires_in)
+    server = remote_operations()
+    if server is not None:  # the admin token's namespace, or --ns below it
+        issued = server.create_token(ns, name, scope, expires_in)
+    else:
+        issued = for_operator(kernel(), ns).create_token(None, name, scope, expires_in)
     p = issued.principal
     if as_json:
         emit_json({"id": p.id, "token": issued.token, "namespace": p.namespace, "scopes": list(p.scopes),
@@ -39,7 +43,11 @@ def list_tokens(ns: Optional[str] = typer.Option(None, "--ns", help="Only this n
     """Tokens (never their secrets), with their state."""
     from .tables import Column, fitted
 
-    rows = store("token list", "GET /v1/tokens").list_tokens(ns)
+    server = remote_operations()
+    if server is not None:  # the admin token's namespace and below
+        rows = [p for p in server.list_tokens() if ns is None or p.namespace == ns or p.namespace.startswith(ns + "/")]
+    else:
+        rows = store("token list").list_tokens(ns)
     if as_json:
         emit_json([p.public() for p in rows])
         return
@@ -55,6 +63,7 @@ def list_tokens(ns: Optional[str] = typer.Option(None, "--ns", help="Only this n
 def revoke(principal_id: str = typer.Argument(..., help="The token's id (hm_<id>_...)."),
            as_json: bool = JsonOption) -> None:
     """Revoke a token and every token minted from it; the next request that presents one is refused."""
-    p = store("token revoke", "DELETE /v1/tokens/{id}").revoke_token(principal_id)
+    server = remote_operations()
+    p = (server or store("token revoke")).revoke_token(principal_id)
     emit_json(p.public()) if as_json else out.print(f"revoked {p.id} ({p.name}, {p.namespace})",
                                                               markup=False)

@@ -202,10 +202,14 @@ class IndexReader:
         stmt = sa.select(*_ROW_COLUMNS).where(visible(memories, scope, live=live), memories.c.id.in_(list(ids)))
         return {r.id: MemoryRow(**r._mapping) for r in self.conn.execute(stmt)}
 
-    def recent(self, scope: Scope, limit: int, before: tuple[Any, str] | None = None) -> list[MemoryRow]:
+    def recent(self, scope: Scope, limit: int, before: tuple[Any, str] | None = None,
+               keys: Sequence[str] | None = None) -> list[MemoryRow]:
         """Visible live rows, newest first (validity start, then id, both descending); ``before``:
-        the (t_valid_from, id) of the last row of the previous page."""
+        the (t_valid_from, id) of the last row of the previous page; ``keys``: only keyed memories
+        with these keys."""
         stmt = sa.select(*_ROW_COLUMNS).where(visible(memories, scope))
+        if keys is not None:
+            stmt = stmt.where(memories.c.key.in_(list(keys)))
         if before is not None:
             stmt = stmt.where(sa.tuple_(memories.c.t_valid_from, memories.c.id) < sa.tuple_(*before))
         stmt = stmt.order_by(memories.c.t_valid_from.desc(), memories.c.id.desc()).limit(max(0, limit))

@@ -14,7 +14,7 @@ from fastapi.security import HTTPBearer
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..auth.store import parse_duration
+from ..auth.principal import parse_duration
 from ..errors import AuthenticationError, InvalidInputError
 from ..limits import (MAX_ACTION_CHARS, MAX_AS_OF_CHARS, MAX_AUDIT_ROWS, MAX_BATCH, MAX_BUDGET, MAX_CURSOR_CHARS, MAX_DAYS,
                       MAX_ID_CHARS, MAX_K, MAX_NOTE_CHARS, MAX_PAGE, MAX_REASON_CHARS, MAX_ROOT_NAME_CHARS, namespace)
@@ -153,8 +153,10 @@ def build_router(pipeline: Pipeline) -> APIRouter:
     def recent(limit: int = Query(20, ge=1, le=MAX_PAGE, description="Memories on this page."),
                cursor: Optional[str] = Query(None, max_length=MAX_CURSOR_CHARS, description="The previous page's next_cursor."),
                source: Optional[list[str]] = Query(None, description="Only these sources (repeatable)."),
+               key: Optional[list[str]] = Query(None, description="Only the keyed memories with these keys "
+                                                "(repeatable; a key is given at ingest)."),
                ops: Operations = Ops) -> dict[str, Any]:
-        return ops.recent(limit, cursor, source).to_dict()
+        return ops.recent(limit, cursor, source, key).to_dict()
 
     @r.get("/memories/{memory_id}", summary="One memory the caller may see, with validity times and provenance",
            responses=shape(MemoryJSON))

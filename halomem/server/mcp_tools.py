@@ -22,7 +22,7 @@ from .. import __version__, audit
 from ..auth.rights import READ, WRITE, Caller
 from ..errors import HalomemError, InvalidInputError
 from ..kernel import Kernel
-from ..limits import (MAX_AS_OF_CHARS, MAX_BATCH, MAX_BUDGET, MAX_CONTENT_CHARS, MAX_ID_CHARS, MAX_K, MAX_PAGE, MAX_QUERY_CHARS,
+from ..limits import (MAX_AS_OF_CHARS, MAX_BATCH, MAX_KEYS, MAX_BUDGET, MAX_CONTENT_CHARS, MAX_ID_CHARS, MAX_K, MAX_PAGE, MAX_QUERY_CHARS,
                       MAX_NOTE_CHARS, MAX_REASON_CHARS, MAX_SOURCE_CHARS, MAX_SOURCES, MAX_CURSOR_CHARS)
 from ..ops import Operations
 from ..pipeline import Pipeline, Request
@@ -221,8 +221,11 @@ def build_mcp(kernel: Kernel, pipeline: Pipeline, *, http: bool = False, stdio_t
     async def recent(limit: Annotated[int, Field(ge=1, le=MAX_PAGE, strict=True, description="Memories per page.")] = 20,
                      cursor: Annotated[Optional[str], Field(None, max_length=MAX_CURSOR_CHARS, description=(
                          "The next_cursor of the previous page."))] = None,
-                     sources: Sources = None) -> Annotated[CallToolResult, PageJSON]:
-        page = (await call(lambda ops: ops.recent(limit, cursor, sources))).to_dict()
+                     sources: Sources = None,
+                     keys: Annotated[Optional[list[str]], Field(None, max_length=MAX_KEYS, description=(
+                         "Only the keyed memories with these keys (a key is given at ingest)."))] = None,
+                     ) -> Annotated[CallToolResult, PageJSON]:
+        page = (await call(lambda ops: ops.recent(limit, cursor, sources, keys))).to_dict()
         return answer(page, mcp_text.recent(page))
 
     @mcp.tool(title="History of a memory", annotations=READS, description=(

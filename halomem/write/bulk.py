@@ -3,7 +3,9 @@ one COPY transaction with its audit row.
 
 Every row gets an outcome: ``created``; ``superseded`` (written, and its key's live row closed, its
 chain kept); ``unchanged`` (its key's live row already holds this text, or, under consolidation,
-the namespace already holds this text: nothing written, the existing id answered); ``similar``
+an unkeyed row whose text the namespace already holds: nothing written, the existing id answered;
+a keyed row is an identity of its own, a file or a store item, and is written with the copy named
+as similar, so retiring one file never takes another's text with it); ``similar``
 (under ``consolidate: skip-similar``, a near-copy of a live memory: not written). A created row
 names the live memories it nearly copies (write.consolidate). The whole batch commits in one
 transaction with its audit row, or none of it does.
@@ -124,12 +126,13 @@ def prepare(engine: Any, embedder: Embedder, ns: Namespace, rows: list[ParsedRow
         old = by_key.get(row.key) if row.key is not None else None
         if old is not None and old.content == row.content:
             decided.append(Outcome("unchanged", old.id))
-        elif mode != OFF and old is None and text in by_text:
+        elif mode != OFF and row.key is None and text in by_text:
             decided.append(Outcome("unchanged", by_text[text]))
-        elif mode != OFF and old is None and text in first_of:
+        elif mode != OFF and row.key is None and text in first_of:
             decided.append(first_of[text])
-        else:
-            first_of.setdefault(text, i)
+        else:  # a keyed row is an identity (a file, a store item): written, its copies named as similar
+            if row.key is None:
+                first_of.setdefault(text, i)
             decided.append(None)
     todo = [i for i, d in enumerate(decided) if d is None]
     if progress and len(todo) < len(rows):
@@ -217,7 +220,7 @@ def _apply(conn: Any, embedder: Embedder, ns: Namespace, rows: list[ParsedRow], 
         if old is not None and old.content == row.content:
             outcomes[i] = Outcome("unchanged", old.id)
             continue
-        if mode != OFF and old is None and texts[i] in live:
+        if mode != OFF and row.key is None and texts[i] in live:
             outcomes[i] = Outcome("unchanged", live[texts[i]])
             continue
         memory_id = new_memory_id()

@@ -2,7 +2,9 @@
 MCP alike) that keeps a namespace from filling with copies of what it already holds.
 
 - The same text (after normalising case, width and white space: ``content_key``) already live in
-  the namespace: nothing is written; the answer is the existing memory's id, ``unchanged``.
+  the namespace: nothing is written; the answer is the existing memory's id, ``unchanged``. Not for
+  a keyed row (a document's file, a LangGraph item): its key is an identity of its own, so it is
+  written and the copy it repeats is named ``similar``.
 - A near-copy (a live memory of the namespace whose vector is very close and whose words mostly
   match: ``near_copies``) is written, and the answer names it (``similar``), so the agent can
   supersede it; under the namespace's policy ``consolidate: skip-similar`` it is not written.
@@ -110,6 +112,16 @@ def is_near_copy(cosine: float, overlap: float, floor: float, same: bool = True)
     return same and cosine >= floor + NEAR_COSINE * (1.0 - floor) and overlap >= NEAR_WORDS
 
 
+def nearly_copies(cosine: float, text: str, other: str, floor: float,
+                  known: tuple[frozenset[str], frozenset[str]] | None = None) -> bool:
+    """``is_near_copy`` for two texts, cheapest test first (meaning, then words, then facts);
+    ``known``: both texts' ``words`` when the caller has them already."""
+    if cosine < floor + NEAR_COSINE * (1.0 - floor):
+        return False
+    mine, theirs = known or (words(text), words(other))
+    return word_overlap(mine, theirs) >= NEAR_WORDS and same_facts(text, other)
+
+
 # each new text's nearest live memories of the namespace, for a batch of texts in one statement
 _NEAREST = sa.text(
     "SELECT v.i, m.id, m.content, 1 - (m.embedding <=> v.vec) AS cosine"
@@ -128,13 +140,11 @@ def near_copies(conn: Connection, ns: str, items: Sequence[tuple[str, Sequence[f
     for start in range(0, len(items), _NEAREST_BATCH):
         chunk = items[start:start + _NEAREST_BATCH]
         vectors = ["[" + ",".join(f"{x:.7g}" for x in vector) + "]" for _, vector, _ in chunk]
-        mine = [words(text) for text, _, _ in chunk]
         for row in conn.execute(_NEAREST, {"vecs": vectors, "ns": ns, "k": NEIGHBOURS}):
             at = int(row.i) - 1
             if row.id in chunk[at][2]:
                 continue
-            if is_near_copy(float(row.cosine), word_overlap(mine[at], words(row.content)), floor,
-                            same_facts(chunk[at][0], row.content)):
+            if nearly_copies(float(row.cosine), chunk[at][0], row.content, floor):
                 found[start + at].append(Similar(row.id, float(row.cosine)))
     for similar in found:
         similar.sort(key=lambda s: (-s.score, s.id))
@@ -152,7 +162,8 @@ class RunCopies:
         self.stored = stored  # the namespace held live memories when the run began: ask the database
         self._ids: list[str] = []
         self._texts: list[str] = []
-        self._vectors: list[Sequence[float]] = []
+        self._words: list[frozenset[str]] = []
+        self._vectors: Any = None  # a float32 matrix, one row per id
 
     def find(self, items: Sequence[tuple[str, Sequence[float], Sequence[str]]]) -> list[list[Similar]]:
         import numpy as np
@@ -160,19 +171,25 @@ class RunCopies:
         found: list[list[Similar]] = [[] for _ in items]
         if not self._ids or not items:
             return found
-        cosines = np.asarray([v for _, v, _ in items], dtype=np.float32) @ np.asarray(self._vectors,
-                                                                                  dtype=np.float32).T
+        cosines = np.asarray([v for _, v, _ in items], dtype=np.float32) @ self._vectors.T
         for at, (text, _, exclude) in enumerate(items):
+            mine = words(text)
             for j in np.argsort(-cosines[at])[:NEIGHBOURS]:
                 other = int(j)
                 if self._ids[other] in exclude:
                     continue
-                if is_near_copy(float(cosines[at, other]), word_overlap(words(text), words(self._texts[other])),
-                                self.floor, same_facts(text, self._texts[other])):
+                if nearly_copies(float(cosines[at, other]), text, self._texts[other], self.floor,
+                                 (mine, self._words[other])):
                     found[at].append(Similar(self._ids[other], float(cosines[at, other])))
         return found
 
     def add(self, ids: Sequence[str], texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
+        import numpy as np
+
+        if not ids:
+            return
         self._ids.extend(ids)
         self._texts.extend(texts)
-        self._vectors.extend(vectors)
+        self._words.extend(words(t) for t in texts)
+        added = np.asarray(vectors, dtype=np.float32)
+        self._vectors = added if self._vectors is None else np.vstack([self._vectors, added])

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import HalomemError, IngestError
+from ..limits import MAX_KEY_CHARS
 from .bulk import ParsedRow
 from .validate import check_content, check_provenance, check_source
 
 MAX_FILE_BYTES = 2 * 1024**3
 FIELDS = {"content", "source", "provenance", "key"}
 SHOWN_BAD_LINES = 20
-MAX_KEY_CHARS = 200
 
 
 def _detect_format(path: Path, fmt: str | None) -> str:
