@@ -112,11 +112,13 @@ class Kernel:
                                      request_id=request_id)
         return replace(made, request_id=request_id)
 
-    def erase(self, ns: str | Namespace, memory_id: str, *, reason: str = "", request_id: str | None = None) -> None:
+    def erase(self, ns: str | Namespace, memory_id: str, *, reason: str = "", chain: bool = False,
+              request_id: str | None = None) -> list[str]:
         """Remove a memory's content, vector, source (and its place in it), provenance and mentions; keep
-        a tombstone (id, namespace, validity times) and an audit row with ids only. ``purge`` then
-        rewrites the files."""
-        self.writer.erase(namespace(ns), memory_id, reason=reason, request_id=request_id)
+        a tombstone (id, namespace, validity times) and an audit row with ids only; ``chain``: every
+        version of its supersedence chain at once. ``purge`` then rewrites the files. Returns the ids
+        erased."""
+        return self.writer.erase(namespace(ns), memory_id, reason=reason, chain=chain, request_id=request_id)
 
     def purge(self, *, request_id: str | None = None) -> list[str]:
         """Leave no copy of erased content in live table, TOAST or index files (operator only);

@@ -170,12 +170,13 @@ class Operations:
             return self.kernel.supersede(ns, old_id, content, source=source, provenance=provenance, request_id=rid)
         return self._run("supersede", WRITE, body)
 
-    def erase(self, memory_id: str, *, reason: str = "") -> Erased:
+    def erase(self, memory_id: str, *, reason: str = "", chain: bool = False) -> Erased:
+        """Erase a memory; ``chain``: every version of its supersedence chain (in the caller's namespace)."""
         def body(ns: Namespace, rid: str) -> Erased:
             self._own_row(ns, memory_id)
-            self.kernel.erase(ns, memory_id, reason=check_text(reason, "reason", MAX_REASON_CHARS, allow_empty=True),
-                              request_id=rid)
-            return Erased(memory_id, ns.path, rid)
+            done = self.kernel.erase(ns, memory_id, reason=check_text(reason, "reason", MAX_REASON_CHARS,
+                                                                      allow_empty=True), chain=chain, request_id=rid)
+            return Erased(memory_id, ns.path, rid, tuple(done))
         return self._run("erase", WRITE, body)
 
     def remember_many(self, items: Sequence[dict[str, Any]]) -> IngestReport:

@@ -70,3 +70,60 @@ def test_purge_leaves_no_copy_in_table_files(kernel, settings, cli):
     assert kernel.audit_verify().ok
     purged = kernel.audit_tail(5, "purge")[-1].fields
     assert set(PERSONAL_TEXT_TABLES) <= set(purged["tables"])
+
+
+OLD_PHONE, NEW_PHONE = "+44 7700 900123", "+44 7700 900456"
+
+
+@pytest.mark.skipif(bool(os.environ.get("HALOMEM_DATABASE_URL")), reason="reads the embedded server's files")
+def test_erase_chain_leaves_no_version_readable_nor_on_disk(kernel, settings, cli):
+    """An erasure request about a value that was updated: `erase --chain --purge` on the head erases
+    every version; history and as-of show tombstones only, and no file holds the old value."""
+    from datetime import datetime, timezone
+
+    first = kernel.remember("acme", f"Jane's phone is {OLD_PHONE}")
+    then = datetime.now(timezone.utc)
+    head = kernel.supersede("acme", first.id, f"Jane's phone is {NEW_PHONE}")
+    kernel.remember("acme", "an unrelated fact that stays")
+    done = cli("erase", "--ns", "acme", head.id, "--chain", "--purge", "--reason", "GDPR", "--json")
+    assert done.returncode == 0, done.stderr
+    assert sorted(json.loads(done.stdout)["versions"]) == sorted([first.id, head.id])
+    chain = kernel.history("acme", head.id)
+    assert [r.id for r in chain] == [first.id, head.id] and all(r.content == "" and r.erased_at for r in chain)
+    assert not kernel.search("acme", "Jane's phone", as_of=then.isoformat()).hits
+    assert not any("7700" in h.content for h in kernel.search("acme", "Jane's phone").hits)
+    pgdata = Path(settings.home) / "pgdata"
+    assert [p for p in (pgdata / "base").rglob("*") if p.is_file() and b"7700 900" in p.read_bytes()] == []
+    row = kernel.audit_tail(5, "erase")[-1]
+    assert sorted(row.fields["chain"]) == sorted([first.id, head.id]) and "7700" not in str(row.fields)
+    again = cli("erase", "--ns", "acme", first.id, "--chain")
+    assert again.returncode == 5 and "already erased" in again.stderr
+
+
+def test_erase_chain_over_rest_and_mcp_and_only_the_callers_versions(api_server, kernel):
+    import httpx2
+
+    from tests.conftest import make_token
+    from tests.mcp_client import McpSession
+
+    token = make_token(kernel, "acme/eng", "read,write")
+    headers = {"Authorization": f"Bearer {token}"}
+    first = kernel.remember("acme/eng", f"The on-call phone is {OLD_PHONE}")
+    head = kernel.supersede("acme/eng", first.id, f"The on-call phone is {NEW_PHONE}")
+    single = httpx2.post(f"{api_server.url}/v1/memories/{head.id}/erase", headers=headers, json={"reason": "x"})
+    assert single.status_code == 200 and single.json()["versions"] == [head.id]
+    assert kernel.history("acme/eng", head.id)[0].content.endswith(OLD_PHONE)  # not the chain: the old value stays
+    rest = httpx2.post(f"{api_server.url}/v1/memories/{head.id}/erase", headers=headers, json={"chain": True})
+    assert rest.status_code == 200 and rest.json()["versions"] == [first.id]  # what was left of the chain
+    second = kernel.remember("acme/eng", "The VPN gateway is vpn1")
+    newer = kernel.supersede("acme/eng", second.id, "The VPN gateway is vpn2")
+    session = McpSession(api_server.url, token)
+    try:
+        ok, done = session.call("erase", {"id": second.id, "chain": True})
+        assert ok and sorted(done["versions"]) == sorted([second.id, newer.id])
+    finally:
+        session.close()
+    assert all(r.content == "" for r in kernel.history("acme/eng", newer.id))
+    parent = kernel.remember("acme", "An org-wide fact")
+    refused = httpx2.post(f"{api_server.url}/v1/memories/{parent.id}/erase", headers=headers, json={"chain": True})
+    assert refused.status_code == 403 and kernel.history("acme", parent.id)[0].content == "An org-wide fact"

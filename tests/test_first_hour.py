@@ -103,7 +103,8 @@ def test_erase_takes_an_optional_reason_on_every_transport(api_server, kernel):
     session = McpSession(api_server.url, token)
     try:
         ok, erased = session.call("erase", {"id": ids[2]})
-        assert ok and erased == {"erased": ids[2], "namespace": "acme/eng", "request_id": erased["request_id"]}
+        assert ok and erased == {"erased": ids[2], "namespace": "acme/eng", "request_id": erased["request_id"],
+                                 "versions": [ids[2]]}
     finally:
         session.close()
 

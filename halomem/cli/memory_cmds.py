@@ -69,6 +69,8 @@ def register(app: typer.Typer) -> None:
     def erase(memory_id: str = typer.Argument(..., help="The memory to erase (any version of a chain)."),
               ns: Optional[str] = NsOption,
               reason: str = typer.Option("", help="Recorded in the audit trail."),
+              chain: bool = typer.Option(False, "--chain", help="Every version of its supersedence chain (else "
+                                         "earlier values stay readable in history and as-of)."),
               purge: bool = typer.Option(False, "--purge", help="Then rewrite the table files so no copy of the "
                                          "erased text survives on disk (WAL and backups excepted; local only)."),
               as_json: bool = JsonOption) -> None:
@@ -80,7 +82,7 @@ def register(app: typer.Typer) -> None:
             raise InvalidInputError("--purge is an operator command: run it where the database is local")
         ops = data(ns)
         try:
-            erased = ops.erase(memory_id, reason=reason)
+            erased = ops.erase(memory_id, reason=reason, chain=chain)
         except ConflictError as exc:
             if not purge or "already erased" not in str(exc):
                 raise
@@ -92,7 +94,8 @@ def register(app: typer.Typer) -> None:
         if as_json:
             emit_json({**erased.to_dict(), "purged": purge, "purge_not_done": not_done})
         else:
-            out.print(f"erased {memory_id}", markup=False)
+            more = len(erased.versions) - 1
+            out.print(f"erased {memory_id}" + (f" and {more} earlier version(s)" if more > 0 else ""), markup=False)
 
     @app.command()
     def history(memory_id: str = typer.Argument(..., help="Any version of the chain."), ns: Optional[str] = NsOption,

@@ -68,6 +68,8 @@ class BatchIn(Closed):
 
 class EraseIn(Closed):
     reason: str = Field("", max_length=MAX_REASON_CHARS)
+    chain: bool = Field(False, description="Erase every version of the memory's supersedence chain (its earlier "
+                        "values stay readable in history and as-of otherwise).")
 
 
 class FeedbackIn(Closed):
@@ -238,7 +240,8 @@ def build_router(pipeline: Pipeline) -> APIRouter:
     @r.post("/memories/{memory_id}/erase", summary="Erase a memory's content for good (tombstone kept)",
             responses={**shape(ErasedJSON), **problems(409)})
     def erase(memory_id: str, body: Optional[EraseIn] = None, ops: Operations = Ops) -> dict[str, Any]:
-        return ops.erase(memory_id, reason=body.reason if body else "").to_dict()  # a reason is optional, as on the CLI
+        return ops.erase(memory_id, reason=body.reason if body else "",  # a reason is optional, as on the CLI
+                         chain=body.chain if body else False).to_dict()
 
     @r.get("/memories/{memory_id}/history", summary="The supersedence chain through a memory",
            responses=shape(ChainJSON))

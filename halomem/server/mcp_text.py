@@ -89,7 +89,9 @@ def written_many(batch: Mapping[str, Any]) -> str:
 
 
 def erased(done: Mapping[str, Any]) -> str:
-    return f"Erased {done['erased']} in {done['namespace']} (a content-free tombstone remains)."
+    more = len(done["versions"]) - 1
+    versions = f" and {more} earlier version{'s' if more != 1 else ''}" if more > 0 else ""
+    return f"Erased {done['erased']}{versions} in {done['namespace']} (content-free tombstones remain)."
 
 
 def whoami(me: Mapping[str, Any]) -> str:

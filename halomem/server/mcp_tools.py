@@ -300,11 +300,14 @@ def build_mcp(kernel: Kernel, pipeline: Pipeline, *, http: bool = False, stdio_t
 
     @mcp.tool(title="Erase", annotations=DELETES, description=(
         "Erase a memory's content for good (e.g. a deletion request). A content-free tombstone and an audit row "
-        "with your reason are kept. Cannot be undone."))
+        "with your reason are kept. Cannot be undone. With chain, every earlier version of it too (a deletion "
+        "request about a value that was updated)."))
     async def erase(id: MemoryId, reason: Annotated[str, Field(max_length=MAX_REASON_CHARS, pattern=NO_NUL,  # noqa: A002
-                                                               description="Why, for the audit trail.")] = ""
+                                                               description="Why, for the audit trail.")] = "",
+                    chain: Annotated[bool, Field(strict=True, description=(
+                        "Erase every version of the memory's supersedence chain."))] = False,
                     ) -> Annotated[CallToolResult, ErasedJSON]:
-        done = (await call(lambda ops: ops.erase(id, reason=reason))).to_dict()
+        done = (await call(lambda ops: ops.erase(id, reason=reason, chain=chain))).to_dict()
         return answer(done, mcp_text.erased(done))
 
     _close_arguments(mcp)

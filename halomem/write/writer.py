@@ -189,35 +189,43 @@ class Writer:
                              request_id or new_request_id())
         return closed
 
-    def erase(self, ns: Namespace, memory_id: str, *, reason: str = "", request_id: str | None = None) -> None:
-        """Remove content and vector for good; keep a content-free tombstone and an audit row."""
+    def erase(self, ns: Namespace, memory_id: str, *, reason: str = "", chain: bool = False,
+              request_id: str | None = None) -> list[str]:
+        """Remove content and vector for good; keep a content-free tombstone and an audit row. With
+        ``chain``, every version of ``memory_id``'s supersedence chain in one transaction (an erased
+        head would otherwise leave its earlier values readable in history and as-of). Returns the
+        ids erased now."""
         with self.engine.begin() as conn:
-            target = conn.execute(  # lock the row, and take it out of the lexicon while it has content
+            row = IndexReader(conn).fetch(Scope(ns), [memory_id], live=False).get(memory_id)
+            if row is None or row.namespace != ns.path:
+                raise NotFoundError(f"no memory {memory_id!r} in namespace {ns}")
+            ids = [r.id for r in IndexReader(conn).history(Scope(ns), memory_id) if r.namespace == ns.path] \
+                if chain else [memory_id]
+            targets = sorted(conn.execute(  # lock the rows, and take them out of the lexicon while they have content
                 sa.select(memories.c.id).where(
-                    memories.c.id == memory_id, memories.c.namespace == ns.path, memories.c.erased_at.is_(None))
-                .with_for_update()).first()
-            if target is not None:
-                lexicon.erase(conn, [memory_id])
-            done = conn.execute(
+                    memories.c.id.in_(ids), memories.c.namespace == ns.path, memories.c.erased_at.is_(None))
+                .with_for_update()).scalars())
+            if not targets:
+                raise ConflictError(f"memory {memory_id} is already erased" + (" (every version)" if chain else ""))
+            lexicon.erase(conn, targets)
+            conn.execute(
                 sa.update(memories)
-                .where(memories.c.id == memory_id, memories.c.namespace == ns.path, memories.c.erased_at.is_(None))
+                .where(memories.c.id.in_(targets), memories.c.namespace == ns.path, memories.c.erased_at.is_(None))
                 .values(content="", embedding=None, source=None, position=None, key=None, content_key=None,
                         erased_at=sa.func.now(),
                         t_valid_to=sa.func.coalesce(memories.c.t_valid_to, sa.func.now()),
-                        provenance=sa.text("'{}'::jsonb"))
-                .returning(memories.c.id)).first()
-            if done is None:
-                row = IndexReader(conn).fetch(Scope(ns), [memory_id], live=False).get(memory_id)
-                if row is None or row.namespace != ns.path:
-                    raise NotFoundError(f"no memory {memory_id!r} in namespace {ns}")
-                raise ConflictError(f"memory {memory_id} is already erased")
-            forget_mentions(conn, memory_id)
-            conn.execute(sa.delete(passages).where(passages.c.memory_id == memory_id))
-            forget_shadow(conn, memory_id)
-            forget_queries_that_returned(conn, [memory_id])  # a query that found it may quote it
-            forget_notes(conn, [memory_id])  # and so may a note left on it
-            audit.append(conn, ns.path, "erase", {"outcome": "ok", "id": memory_id, "reason": reason[:AUDITED_REASON_CHARS]},
-                         request_id or new_request_id())
+                        provenance=sa.text("'{}'::jsonb")))
+            for erased in targets:
+                forget_mentions(conn, erased)
+                forget_shadow(conn, erased)
+            conn.execute(sa.delete(passages).where(passages.c.memory_id.in_(targets)))
+            forget_queries_that_returned(conn, targets)  # a query that found one may quote it
+            forget_notes(conn, targets)  # and so may a note left on one
+            record = {"outcome": "ok", "id": memory_id, "reason": reason[:AUDITED_REASON_CHARS]}
+            if chain:
+                record["chain"] = targets
+            audit.append(conn, ns.path, "erase", record, request_id or new_request_id())
+        return targets
 
     # --- entities ----------------------------------------------------------------------------
     def add_entity(self, ns: Namespace, name: str, aliases: Sequence[str] = (), *,

@@ -119,8 +119,10 @@ def supersede(old_id: str, content: str, *, source: str | None = None,
                 json={"content": content, "source": source, "provenance": provenance}, read=NewMemory.from_dict)
 
 
-def erase(memory_id: str, *, reason: str = "") -> Call:
-    return Call("POST", f"/v1/memories/{_seg(memory_id)}/erase", json={"reason": reason}, read=Erased.from_dict)
+def erase(memory_id: str, *, reason: str = "", chain: bool = False) -> Call:
+    """Erase a memory's content for good; ``chain``: every version of its supersedence chain."""
+    return Call("POST", f"/v1/memories/{_seg(memory_id)}/erase", json={"reason": reason, "chain": chain},
+                read=Erased.from_dict)
 
 
 def ingest_bytes(raw: bytes, *, fmt: str = "jsonl", skip_bad: bool = False, label: str = "body.jsonl") -> Call:

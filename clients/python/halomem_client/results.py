@@ -91,6 +91,7 @@ class ErasedJSON(TypedDict):
     erased: str
     namespace: str
     request_id: Optional[str]
+    versions: list[str]  # the versions this request erased: the memory, or with chain every version left
 
 
 class BatchJSON(TypedDict):
@@ -505,14 +506,16 @@ class Erased:
     id: str
     namespace: str
     request_id: str | None = None
+    versions: tuple[str, ...] = ()  # the versions this request erased (``chain``: every one left)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ErasedJSON:
         """The one JSON shape of an erase (CLI, REST, MCP, the client)."""
-        return {"erased": self.id, "namespace": self.namespace, "request_id": self.request_id}
+        return {"erased": self.id, "namespace": self.namespace, "request_id": self.request_id,
+                "versions": list(self.versions)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Erased":
-        return cls(data["erased"], data["namespace"], data.get("request_id"))
+        return cls(data["erased"], data["namespace"], data.get("request_id"), tuple(data.get("versions") or ()))
 
 
 @dataclass(frozen=True)

@@ -94,9 +94,9 @@ export class HalomemClient {
       { content, source: options.source ?? null, provenance: options.provenance ?? null });
   }
 
-  /** Erase a memory's content for good (a content-free tombstone stays in the audit trail). */
-  erase(id: string, reason = ""): Promise<Erased> {
-    return this.#call("POST", `/v1/memories/${encodeURIComponent(id)}/erase`, { reason });
+  /** Erase a memory's content for good (a content-free tombstone stays); `chain`: every version of its chain. */
+  erase(id: string, reason = "", chain = false): Promise<Erased> {
+    return this.#call("POST", `/v1/memories/${encodeURIComponent(id)}/erase`, { reason, chain });
   }
 
   /** A verdict on a hit a search (its request_id) returned to this token. */

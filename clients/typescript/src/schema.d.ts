@@ -710,6 +710,12 @@ export interface components {
         /** EraseIn */
         EraseIn: {
             /**
+             * Chain
+             * @description Erase every version of the memory's supersedence chain (its earlier values stay readable in history and as-of otherwise).
+             * @default false
+             */
+            chain: boolean;
+            /**
              * Reason
              * @default
              */
@@ -723,6 +729,8 @@ export interface components {
             namespace: string;
             /** Request Id */
             request_id: string | null;
+            /** Versions */
+            versions: string[];
         };
         /** FeedbackIn */
         FeedbackIn: {
