@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -223,6 +223,13 @@ class Kernel:
         return ingest_documents(self, namespace(ns), roots, files, fmt=fmt, prune=prune, strict=strict,
                                 dry_run=dry_run, request_id=request_id or new_request_id(), **progress)
 
+    def expire(self, *, request_id: str | None = None) -> dict[str, int]:
+        """Close the validity of every memory a ttl policy has expired (write.retention); returns
+        {namespace: rows closed}. Present reads already leave them out."""
+        from .write.retention import expire
+
+        return expire(self.engine, self.writer, request_id=request_id)
+
     def retire(self, ns: str | Namespace, ids: Sequence[str], *, reason: str,
                request_id: str | None = None) -> list[str]:
         """Close live memories' validity with no successor (gone from present searches, kept in history
@@ -300,7 +307,12 @@ class Kernel:
                after_lsn: int | None = None) -> Page:
         """The newest current memories ``ns`` may see, a page at a time (``cursor``: the previous
         page's ``next_cursor``; ``keys``: only the keyed memories with these keys)."""
-        scope = Scope(namespace(ns), check_sources(sources) or None)
+        from .policy.store import expiries, lineage_policies
+
+        ns = namespace(ns)
+        with self.engine.connect() as conn:
+            own = lineage_policies(conn, ns)
+        scope = Scope(ns, check_sources(sources) or None, expired=expiries(own, ns, datetime.now(timezone.utc)))
         keys = check_keys(keys)
         limit = check_page(limit)
         before = cursors.decode(cursor) if cursor else None

@@ -346,6 +346,12 @@ class StoreOperations:
                          lambda removed: {"asked": "prune-queries", "removed": removed,
                                            "older_than_days": retention_days})
 
+    def expire(self) -> dict[str, int]:
+        """Close what ttl policies expired (write.retention): a ``retire`` row per batch, and this
+        request's own row with the count."""
+        return self._run("maintain", lambda rid: self.kernel.expire(request_id=rid),
+                         lambda closed: {"expired": sum(closed.values()), "namespaces": len(closed)})
+
     def audit_verify(self, expected: Sequence[Any] = ()) -> audit.VerifyResult:
         """Verify before the row for this request is written, so the head it records is the chain's."""
         return self._run("audit", lambda rid: self.kernel.audit_verify(expected),

@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Callable, Sequence
 
 import sqlalchemy as sa
@@ -24,7 +24,8 @@ from .db.replicas import ReadRouter
 from .index import IndexReader, MemoryIndex, Scope
 from .limits import check_query, check_search_bounds, check_sources
 from .planning import PlanFailed, run_driver
-from .policy import choose_driver, effective_policy
+from .policy import choose_driver
+from .policy.store import effective_of, expiries, lineage_policies
 from .results import Hit, SearchResult
 from .types import Namespace, RetrieverDriver, ScoredRef
 from .write.writer import new_request_id
@@ -97,11 +98,13 @@ class Searcher:
         if driver is not None and not self.registry.has(driver):  # the caller's mistake, not a driver's failure
             raise InvalidInputError(f"unknown driver {str(driver)[:100]!r}"
                                     f" (mounted: {', '.join(self.registry.names())})")
-        scope = Scope(ns, sources or None, when)
         request_id = request_id or new_request_id()
         started = time.perf_counter()
         with self.engine.connect() as conn:
-            policy = effective_policy(conn, ns)
+            own = lineage_policies(conn, ns)
+        policy = effective_of(own)
+        scope = Scope(ns, sources or None, when,
+                      expiries(own, ns, datetime.now(timezone.utc)) if when is None else ())
         requested = driver or choose_driver(policy, query)
         shadow = None if driver or replaying is not None or not policy.ab_test else policy.ab_test.shadowed(query)
         chosen, unmounted = self.registry.resolve(requested)

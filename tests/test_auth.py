@@ -114,3 +114,18 @@ def test_the_driver_reader_role_cannot_read_principals(kernel):
     PrincipalStore(kernel.engine).create(Namespace("acme"), "bot", "read", request_id="r")
     with kernel.reader_engine.connect() as conn, pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
         conn.exec_driver_sql("SELECT secret_hash FROM principals").all()
+
+
+def test_token_create_without_expires_gets_the_default_and_never_opts_out(kernel, cli):
+    """A forgotten credential ends on its own: 90 days unless asked otherwise, `never` said aloud."""
+    import json
+    from datetime import datetime, timedelta, timezone
+
+    made = json.loads(cli("token", "create", "--ns", "acme/eng", "--name", "default", "--json").stdout)
+    expires = datetime.fromisoformat(made["expires_at"])
+    assert timedelta(days=89) < expires - datetime.now(timezone.utc) <= timedelta(days=90)
+    forever = json.loads(cli("token", "create", "--ns", "acme/eng", "--name", "forever", "--expires", "never",
+                             "--json").stdout)
+    assert forever["expires_at"] is None
+    listed = cli("token", "list", env={"COLUMNS": "200"}).stdout
+    assert f"{expires:%Y-%m-%d}" in listed and "never" in listed

@@ -13,7 +13,8 @@ ROOT = Path(halomem.__file__).parent
 TRANSPORTS = [*sorted((ROOT / "server").glob("*.py")), *sorted((ROOT / "cli").glob("*_cmds.py"))]
 # what a transport may touch on the kernel: the composition root's parts and the housekeeping a
 # server runs on its own clock (no caller asks for it), not its operations
-ALLOWED = {"engine", "embedder", "registry", "settings", "record_audit_head", "maintain_audit", "prune_queries", "close",
+ALLOWED = {"engine", "embedder", "registry", "settings", "record_audit_head", "maintain_audit", "prune_queries", "expire",
+           "close",
            "boot"}
 OPERATIONS = {name for name in dir(Kernel) if not name.startswith("_") and callable(getattr(Kernel, name))} - ALLOWED
 FORBIDDEN_NAMES = {"PrincipalStore"}

@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"drivers", "write", "intake", "policy", "feedback", "sandbox", "sidecar"},
     {"planning", "search", "eval"},
     {"mounts", "kernel"},
-    {"admission", "ops", "pipeline", "remote", "bench", "conformance"},
+    {"admission", "ops", "pipeline", "remote", "bench", "conformance", "backup"},
     {"server", "cli"},
 ]
 

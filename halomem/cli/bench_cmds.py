@@ -125,6 +125,15 @@ def latency(memories: str = typer.Option("10000,100000", help="Comma-separated s
 
 
 @app.command()
+def backup(memories: int = typer.Option(100000, "--memories", min=1, help="Memories in the store backed up."),
+           out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
+    """db backup and db restore of a store of N memories into an empty server: seconds, size, same answers."""
+    from ..bench.backup_speed import run_backup
+
+    _finish(run_backup(memories, out_dir, _say), as_json)
+
+
+@app.command()
 def ingest(rows: int = typer.Option(20000, help="Rows to ingest."),
            embedder: List[str] = typer.Option(["hash"], "--embedder", help="Repeatable: the embedders measured."),
            out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:

@@ -1,5 +1,7 @@
-"""db status | start | stop for the embedded server."""
+"""db status | start | stop for the embedded server; setup-sql for a managed one; backup | restore for both."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
@@ -93,3 +95,61 @@ def stop(force: bool = typer.Option(False, "--force", help="Stop even while othe
                             + " (wait for them, or pass --force to interrupt them)")
     stopped = embedded.stop(home)
     emit_json({"stopped": stopped}) if as_json else out.print("stopped" if stopped else "not running")
+
+
+def _steps(as_json: bool):  # noqa: ANN202 - (rich Progress, a callback naming the current object)
+    """A spinner on a terminal naming what pg_dump/pg_restore is on, with the time elapsed."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err._get(),
+                   transient=True, disable=as_json or not err.is_terminal)
+    task = bar.add_task("starting")
+    return bar, lambda message: bar.update(task, description=message.replace("[", "(").replace("]", ")"))
+
+
+def _store_url() -> str:
+    """The database this data dir's kernel uses, with its password (for the pg tools' environment)."""
+    return kernel().engine.url.render_as_string(hide_password=False)
+
+
+@app.command()
+def backup(path: Path = typer.Argument(..., help="The backup file to write (a tar: the pg_dump and the audit heads)."),
+           force: bool = typer.Option(False, "--force", help="Replace the file if it exists."),
+           as_json: bool = JsonOption) -> None:
+    """A consistent snapshot of the store (embedded or HALOMEM_DATABASE_URL) with PostgreSQL's pg_dump,
+    and the audit heads kept outside the database (`audit verify --expect-head` holds after a restore)."""
+    from ..backup import backup as make_backup
+
+    local_only("db backup")
+    k = kernel()
+    bar, step = _steps(as_json)
+    with bar:
+        done = make_backup(k.engine, _store_url(), settings().home, path.expanduser().absolute(), force=force,
+                           progress=step)
+    if as_json:
+        emit_json(done.to_dict())
+    else:
+        out.print(f"backed up {done.memories} memories to {done.path} ({done.bytes / 1e6:.1f} MB, {done.seconds:.1f} s);"
+                  f" audit head {done.head or '(empty trail)'}", markup=False, soft_wrap=True)
+
+
+@app.command()
+def restore(path: Path = typer.Argument(..., help="A file `halomem db backup` wrote."),
+            force: bool = typer.Option(False, "--force", help="Replace a store that is not empty (its audit heads "
+                                       "are kept beside as *.before-restore)."),
+            as_json: bool = JsonOption) -> None:
+    """Load a backup into this data dir's store (embedded, or HALOMEM_DATABASE_URL), which must be empty
+    unless --force; then `audit verify --expect-head` with the backup's head holds."""
+    from ..backup import read_manifest, restore as load_backup
+
+    local_only("db restore")
+    read_manifest(path)  # not a backup: say so before a server is started for nothing
+    k = kernel()
+    bar, step = _steps(as_json)
+    with bar:
+        done = load_backup(k.engine, _store_url(), settings().home, path, force=force, progress=step)
+    if as_json:
+        emit_json(done.to_dict())
+    else:
+        out.print(f"restored {done.memories} memories from {done.path} in {done.seconds:.1f} s; audit head "
+                  f"{done.head or '(empty trail)'}", markup=False, soft_wrap=True)

@@ -27,11 +27,15 @@ def policy_set(ns: Optional[str] = NsOption,
                consolidate: Optional[str] = typer.Option(None, help="What a write does about a near-copy of a live "
                                                          "memory: report (name it beside the new id; the default),"
                                                          " skip-similar (write nothing, name the copy) or off."),
+               ttl: Optional[str] = typer.Option(None, "--ttl", help="How long a memory stays current: 90d, 12h, "
+                                                 "2w (older ones leave present searches; `halomem maintain` closes "
+                                                 "them, history kept), or never."),
                allow_unmounted: bool = typer.Option(False, "--allow-unmounted", help="Name a driver that is not "
                                                     "installed yet (searches serve baseline until it is)."),
                as_json: bool = JsonOption) -> None:
     """Set facets of a namespace's policy: its routing (--retriever NAME, or --ab-a A --ab-b B --pct-b 25)
-    and what writes do about near-copies (--consolidate). Facets not named keep their value."""
+    what writes do about near-copies (--consolidate) and how long memories stay current (--ttl). Facets
+    not named keep their value."""
     wanted: dict = {}
     if retriever and not any((ab_a, ab_b, pct_b is not None, shadow)):
         wanted["retriever"] = retriever
@@ -41,8 +45,10 @@ def policy_set(ns: Optional[str] = NsOption,
         raise InvalidInputError("give either --retriever NAME or all of --ab-a, --ab-b and --pct-b")
     if consolidate is not None:
         wanted["consolidate"] = consolidate
+    if ttl is not None:
+        wanted["ttl"] = ttl
     if not wanted:
-        raise InvalidInputError("name a facet to set: --retriever, --ab-a/--ab-b/--pct-b, or --consolidate")
+        raise InvalidInputError("name a facet to set: --retriever, --ab-a/--ab-b/--pct-b, --consolidate or --ttl")
     ops = data(ns)
     ops.set_policy(None, wanted, allow_unmounted=allow_unmounted)
     where = str(ops.namespace)
@@ -64,7 +70,8 @@ def policy_show(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> Non
         emit_json(policy.effective_json(where))
         return
     for facet, shown in (("routing", policy.describe_routing()),
-                         ("consolidate", f"near-copies: {policy.consolidation}")):
+                         ("consolidate", f"near-copies: {policy.consolidation}"),
+                         ("ttl", f"ttl: {policy.ttl or 'never'}")):
         origin = policy.origin(facet)
         came = ("set here" if origin == where else "halomem's default" if origin == "default"
                 else f"inherited from {origin}")

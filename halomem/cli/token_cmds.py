@@ -8,20 +8,25 @@ import typer
 
 from .common import JsonOption, NsOption, emit_json, err, kernel, literal, out, remote_operations, store
 
+DEFAULT_EXPIRY = "90d"  # `token create` without --expires (docs/guides/agents.md)
+
 app = typer.Typer(no_args_is_help=True, help="Agent tokens: each binds one principal to one namespace.")
 
 
 @app.command("create")
 def create(ns: Optional[str] = NsOption, name: str = typer.Option(..., "--name", help="Who holds it, e.g. ci-bot."),
            scope: str = typer.Option("read", "--scope", help="Comma-separated: read, write, admin."),
-           expires: Optional[str] = typer.Option(None, "--expires", help="A duration: 30d, 12h, 2w."),
+           expires: Optional[str] = typer.Option(None, "--expires", help="A duration (30d, 12h, 2w) or never. Default: "
+                                                 f"{DEFAULT_EXPIRY} (remote mode: the admin token's own expiry)."),
            as_json: bool = JsonOption) -> None:
     """Create a token for a namespace. It is printed once and never stored."""
     from ..auth.principal import parse_duration
     from ..ops import for_operator
 
-    expires_in = parse_duration(expires) if expires else None
     server = remote_operations()
+    if expires is None and server is None:
+        expires = DEFAULT_EXPIRY  # a credential nobody remembers to revoke expires on its own
+    expires_in = None if expires is None or expires.strip().lower() == "never" else parse_duration(expires)
     if server is not None:  # the admin token's namespace, or --ns below it
         issued = server.create_token(ns, name, scope, expires_in)
     else:

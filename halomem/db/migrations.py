@@ -100,7 +100,7 @@ CREATE OR REPLACE FUNCTION halomem_term_dim(lexeme text) RETURNS int
   IMMUTABLE STRICT PARALLEL SAFE LANGUAGE sql
   AS $$ SELECT ((('x' || substr(md5(lexeme), 1, 8))::bit(32)::int) & {TERM_DIMS - 1}) + 1 $$;
 CREATE OR REPLACE FUNCTION halomem_term_counts(tsv tsvector) RETURNS sparsevec
-  IMMUTABLE STRICT PARALLEL SAFE LANGUAGE sql
+  IMMUTABLE STRICT PARALLEL SAFE LANGUAGE sql SET search_path FROM CURRENT
   AS $$ SELECT ('{{' || coalesce(string_agg(dim || ':' || n, ',' ORDER BY dim), '') || '}}/{TERM_DIMS}')::sparsevec
         FROM (SELECT halomem_term_dim(lexeme) AS dim, sum(coalesce(array_length(positions, 1), 1)) AS n
               FROM unnest(tsv) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT {MAX_TERMS_PER_ROW}) AS t $$;
@@ -111,8 +111,15 @@ CREATE OR REPLACE FUNCTION halomem_doc_length(tsv tsvector) RETURNS int
 
 
 def create_lexicon_functions(conn: Connection) -> None:
-    """The SQL functions behind the generated BM25 columns (schema.memories.term_counts)."""
+    """The SQL functions behind the generated BM25 columns (schema.memories.term_counts). The one
+    that calls another and names sparsevec keeps the search path it was made under: pg_restore runs
+    with an empty one, and a generated column computed then must still find them."""
     conn.exec_driver_sql(LEXICON_FUNCTIONS)
+
+
+def _v15_restorable_functions(conn: Connection, dim: int) -> None:
+    """The lexicon's functions as create_lexicon_functions makes them now: a pg_dump restores."""
+    create_lexicon_functions(conn)
 
 
 def _v1_initial(conn: Connection, dim: int) -> None:
@@ -375,6 +382,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (12, "the lexicon's history", _v12_lexicon_events),
     (13, "audit rows as typed records", _v13_audit_records),
     (14, "content keys for consolidation", _v14_content_keys),
+    (15, "functions a dump restores", _v15_restorable_functions),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -2,7 +2,8 @@
 
 A caller in ``acme/eng`` reads rows of ``acme/eng`` and its ancestors (``acme``): never siblings,
 never descendants. Memory rows must also be valid (now, or at the request's ``as_of`` instant) and
-not erased, and, when the request is scoped to sources, come from one of them. Erasure wins over
+not erased, and, when the request is scoped to sources, come from one of them; a present read
+leaves out the memories a ttl policy has expired. Erasure wins over
 history: an erased row is admitted at no instant.
 """
 from __future__ import annotations
@@ -21,6 +22,9 @@ class Scope:
     namespace: Namespace
     sources: tuple[str, ...] | None = None
     as_of: datetime | None = None  # the store as it stood then (None: now)
+    # (namespace, instant): a present read leaves out that namespace's memories valid from before the
+    # instant (its ttl policy, policy.store.expiries); maintenance later closes them
+    expired: tuple[tuple[str, datetime], ...] = ()
 
     @property
     def source_scoped(self) -> bool:
@@ -69,6 +73,8 @@ def visible(table: sa.Table, scope: Scope, *, live: bool = True,
                         table.c.erased_at.is_(None)]
     elif live and "t_valid_to" in table.c:
         clauses += [table.c.t_valid_to.is_(None), table.c.erased_at.is_(None)]
+        clauses += [sa.or_(table.c.namespace != name, table.c.t_valid_from >= cutoff)
+                    for name, cutoff in scope.expired if name in lineage]
     if scope.sources is not None and "source" in table.c:
         clauses.append(table.c.source.in_(scope.sources))
     return sa.and_(*clauses)

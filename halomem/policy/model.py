@@ -1,5 +1,5 @@
-"""Policy values, facet by facet: routing (`retriever: NAME` or `ab_test: {a, b, pct_b[, shadow]}`)
-and `consolidate` (what a write does about a near-copy).
+"""Policy values, facet by facet: routing (`retriever: NAME` or `ab_test: {a, b, pct_b[, shadow]}`),
+`consolidate` (what a write does about a near-copy) and `ttl` (how long a memory stays current).
 
 The A/B arm is chosen by hashing the query text (32-bit FNV-1a) against pct_b, so the same query
 always routes to the same arm: retries, replays and caches never flip drivers mid-flight. With
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from ..errors import InvalidInputError
@@ -47,7 +48,18 @@ class ABTest:
 
 CONSOLIDATE = ("off", "report", "skip-similar")  # what a write does about a near-copy (write.consolidate)
 DEFAULT_CONSOLIDATE = "report"
-FACETS = ("routing", "consolidate")  # set, inherited and cleared one by one
+FACETS = ("routing", "consolidate", "ttl")  # set, inherited and cleared one by one
+NO_TTL = "never"  # a ttl that overrides an inherited one: memories stay current until superseded
+
+
+def ttl_span(value: str | None) -> "timedelta | None":
+    """A ttl facet's span (None: no ttl, or ``never``)."""
+    from ..instants import parse_span
+    from ..limits import MAX_DAYS
+
+    if value is None or value == NO_TTL:
+        return None
+    return parse_span(value, what="policy: ttl", limit=timedelta(days=MAX_DAYS))
 
 
 @dataclass(frozen=True)
@@ -57,7 +69,9 @@ class Policy:
 
     - routing: ``retriever: NAME`` or ``ab_test: {a, b, pct_b[, shadow]}``: which driver searches;
     - ``consolidate``: off | report | skip-similar: what a write does about a near-copy of a live
-      memory (report it beside the new id, the default; or write nothing and name the copy).
+      memory (report it beside the new id, the default; or write nothing and name the copy);
+    - ``ttl``: a span such as ``90d`` (or ``never``): a memory of the namespace older than it leaves
+      present reads at once, and maintenance closes its validity (history and as-of keep it).
     """
 
     retriever: str | None = None
@@ -65,6 +79,7 @@ class Policy:
     namespace: str | None = None  # whose policy this is; of an effective one: where its routing was set
     consolidate: str | None = None
     origins: tuple[tuple[str, str], ...] = ()  # (facet, namespace it came from) of an effective policy
+    ttl: str | None = None  # as set ("90d", "never"); ttl_span reads it
 
     @property
     def routes(self) -> bool:
@@ -88,25 +103,27 @@ class Policy:
             out["retriever"] = self.retriever
         if self.consolidate:
             out["consolidate"] = self.consolidate
+        if self.ttl:
+            out["ttl"] = self.ttl
         return out
 
     def effective_json(self, where: str) -> dict[str, Any]:
         """The one JSON shape of an effective policy (results.PolicyJSON): every facet, defaults
         included, with the namespace each came from ("default": halomem's own)."""
         origins = dict(self.origins)
-        return {**self.to_dict(), "consolidate": self.consolidation, "namespace": where,
+        return {**self.to_dict(), "consolidate": self.consolidation, "ttl": self.ttl or NO_TTL, "namespace": where,
                 "from": origins.get("routing", "default"),
                 "origins": {facet: origins.get(facet, "default") for facet in FACETS}}
 
     @classmethod
     def from_effective_json(cls, data: dict[str, Any]) -> "Policy":
         """An effective policy as ``effective_json`` wrote it (the remote client reads it back)."""
-        facets = {k: v for k, v in data.items() if k in ("retriever", "ab_test", "consolidate")}
+        facets = {k: v for k, v in data.items() if k in ("retriever", "ab_test", "consolidate", "ttl")}
         origins = tuple(sorted((k, v) for k, v in (data.get("origins") or {}).items() if v != "default"))
         parsed = parse_policy(facets)
         source = data.get("from")
         return cls(parsed.retriever, parsed.ab_test, None if source in (None, "default") else source,
-                   parsed.consolidate, origins)
+                   parsed.consolidate, origins, None if parsed.ttl == NO_TTL else parsed.ttl)
 
     def describe_routing(self) -> str:
         """The routing in words: 'retriever graph' or 'A/B split: 75% of queries to baseline, ...'."""
@@ -119,7 +136,7 @@ class Policy:
 
     def describe(self) -> str:
         """The policy in words, for people (`policy set/show`, `policy report`)."""
-        return self.describe_routing() + f"; near-copies: {self.consolidation}"
+        return self.describe_routing() + f"; near-copies: {self.consolidation}" + (f"; ttl: {self.ttl}" if self.ttl else "")
 
     def merged(self, nearer: "Policy", where: str) -> "Policy":
         """This (an ancestor's effective policy) with each facet ``nearer`` (set at ``where``) sets."""
@@ -131,7 +148,10 @@ class Policy:
         consolidate = self.consolidate
         if nearer.consolidate:
             consolidate, origins["consolidate"] = nearer.consolidate, where
-        return Policy(*routing, consolidate=consolidate, origins=tuple(sorted(origins.items())))
+        ttl = self.ttl
+        if nearer.ttl:
+            ttl, origins["ttl"] = (None if nearer.ttl == NO_TTL else nearer.ttl), where
+        return Policy(*routing, consolidate=consolidate, origins=tuple(sorted(origins.items())), ttl=ttl)
 
 
 # a namespace with no policy of its own or inherited: the best shipped driver on the dev sets
@@ -148,12 +168,12 @@ def _driver_name(value: Any, what: str) -> str:
 def parse_policy(data: Any, namespace: str | None = None) -> Policy:
     """Validate a policy mapping (from YAML, JSON or the database): one or more facets."""
     if not isinstance(data, dict) or not data:
-        raise InvalidInputError("policy must be a mapping with 'retriever' or 'ab_test', and/or 'consolidate'")
+        raise InvalidInputError("policy must be a mapping with 'retriever' or 'ab_test', and/or 'consolidate', 'ttl'")
     data = {("ab_test" if k == "abTest" else k): v for k, v in data.items()}
-    unknown = sorted(set(data) - {"retriever", "ab_test", "consolidate"})
+    unknown = sorted(set(data) - {"retriever", "ab_test", "consolidate", "ttl"})
     if unknown:
         raise InvalidInputError(f"policy: unknown key(s) {', '.join(map(str, unknown))} (allowed: retriever, ab_test,"
-                                " consolidate)")
+                                " consolidate, ttl)")
     if "retriever" in data and "ab_test" in data:
         raise InvalidInputError("policy must have at most one of 'retriever' or 'ab_test'")
     retriever = _driver_name(data["retriever"], "retriever") if "retriever" in data else None
@@ -161,7 +181,13 @@ def parse_policy(data: Any, namespace: str | None = None) -> Policy:
     consolidate = data.get("consolidate")
     if consolidate is not None and consolidate not in CONSOLIDATE:
         raise InvalidInputError(f"policy: consolidate must be one of {', '.join(CONSOLIDATE)}")
-    return Policy(retriever, ab_test, namespace, consolidate)
+    ttl = data.get("ttl")
+    if ttl is not None:
+        if not isinstance(ttl, str):
+            raise InvalidInputError("policy: ttl must be a span such as 90d, 12h or 2w, or never")
+        ttl = ttl.strip().lower()
+        ttl_span(ttl)  # refused when malformed or beyond the limit
+    return Policy(retriever, ab_test, namespace, consolidate, ttl=ttl)
 
 
 def _ab_test(t: Any) -> ABTest:

@@ -2,23 +2,49 @@
 sets it, else halomem's default (policy.model)."""
 from __future__ import annotations
 
+from datetime import datetime
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..db.schema import policies
 from ..index import Scope, visible
 from ..types import Namespace
-from .model import DEFAULT_POLICY, Policy, parse_policy
+from .model import DEFAULT_POLICY, Policy, parse_policy, ttl_span
+
+
+def lineage_policies(conn: Connection, ns: Namespace) -> list[Policy]:
+    """The own policies of ``ns``'s lineage, root first (one statement)."""
+    rows = conn.execute(sa.select(policies.c.namespace, policies.c.policy).where(visible(policies, Scope(ns)))
+                        .order_by(sa.func.length(policies.c.namespace))).all()
+    return [parse_policy(row.policy, row.namespace) for row in rows]
+
+
+def effective_of(own: list[Policy]) -> Policy:
+    """The effective policy of the lineage whose own policies are ``own`` (root first): nearer facets
+    override farther ones."""
+    effective = DEFAULT_POLICY
+    for policy in own:
+        effective = effective.merged(policy, policy.namespace or "")
+    return effective
 
 
 def effective_policy(conn: Connection, ns: Namespace) -> Policy:
-    """One statement reads the lineage's own policies; nearer facets override farther ones."""
-    rows = conn.execute(sa.select(policies.c.namespace, policies.c.policy).where(visible(policies, Scope(ns)))
-                        .order_by(sa.func.length(policies.c.namespace))).all()
-    effective = DEFAULT_POLICY
-    for row in rows:
-        effective = effective.merged(parse_policy(row.policy, row.namespace), row.namespace)
-    return effective
+    return effective_of(lineage_policies(conn, ns))
+
+
+def expiries(own: list[Policy], ns: Namespace, now: datetime) -> tuple[tuple[str, datetime], ...]:
+    """(namespace, instant) for each namespace of ``ns``'s lineage with a ttl in effect there: its
+    memories valid from before the instant have expired (index.acl.Scope.expired)."""
+    by_namespace = {p.namespace: p for p in own}
+    ttl, out = None, []
+    for name in ns.lineage():  # root first: a nearer ttl (or never) overrides a farther one
+        here = by_namespace.get(name)
+        if here is not None and here.ttl:
+            ttl = ttl_span(here.ttl)
+        if ttl is not None:
+            out.append((name, now - ttl))
+    return tuple(out)
 
 
 def own_policy(conn: Connection, ns: Namespace) -> dict | None:

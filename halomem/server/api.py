@@ -106,6 +106,9 @@ class PolicyIn(Closed):
     consolidate: Optional[Literal["off", "report", "skip-similar"]] = Field(None, description=(
         "What a write does about a near-copy of a live memory: report it beside the new id (the default), "
         "write nothing and name the copy (skip-similar), or neither (off)."))
+    ttl: Optional[str] = Field(None, max_length=MAX_AS_OF_CHARS, description=(
+        "How long a memory stays current: a span such as 90d, 12h or 2w (older ones leave present searches and "
+        "maintenance closes them, history kept), or never."))
 
 
 class TokenIn(Closed):

@@ -209,6 +209,7 @@ def serve(kernel: Kernel, *, host: str, port: int, rate: float, burst: int, max_
         _every(heads_every, "audit-heads", kernel.record_audit_head)
     _verify_in_background(kernel)
     _every(max(1.0, refusal_window), "refusal-summaries", pipeline.write_summaries)
+    _every(3600.0, "retention", kernel.expire)  # ttl policies: close what present reads already leave out
     if query_retention_days > 0:  # search query texts are user data (audit.seen): kept only this long
         kernel.prune_queries(query_retention_days)
         _every(3600.0, "query-retention", lambda: kernel.prune_queries(query_retention_days))

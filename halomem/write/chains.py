@@ -3,6 +3,7 @@
 the old place in that source when the source stays the same."""
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -22,17 +23,20 @@ def close_head(conn: Any, ns: Namespace, old_id: str, new_id: str) -> sa.Row | N
         .returning(memories.c.source, memories.c.position)).first()
 
 
-def retire_heads(conn: Any, ns: Namespace, ids: list[str]) -> list[str]:
+def retire_heads(conn: Any, ns: Namespace, ids: list[str], lived: timedelta | None = None) -> list[str]:
     """End the validity of those of ``ids`` that are live heads of ``ns``, with no successor: the
-    fact is no longer current (its document is gone, its time to live passed). History and as-of
-    still show it; returns the ids closed."""
+    fact is no longer current (its document is gone, its time to live passed). ``lived``: each
+    ends that long after it became valid (a ttl: when present reads stopped showing it), else now.
+    History and as-of still show it; returns the ids closed."""
     if not ids:
         return []
+    ended = sa.func.now() if lived is None else sa.func.least(
+        memories.c.t_valid_from + sa.literal(lived, sa.Interval()), sa.func.now())
     return list(conn.execute(
         sa.update(memories)
         .where(memories.c.id.in_(ids), memories.c.namespace == ns.path,
                memories.c.t_valid_to.is_(None), memories.c.erased_at.is_(None))
-        .values(t_valid_to=sa.func.now()).returning(memories.c.id)).scalars())
+        .values(t_valid_to=ended).returning(memories.c.id)).scalars())
 
 
 def successor_source(given: str | None, closed: sa.Row) -> str | None:

@@ -6,6 +6,7 @@ import re
 import secrets
 import uuid
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any, Callable, Sequence, TypeVar
 
 import sqlalchemy as sa
@@ -178,11 +179,13 @@ class Writer:
                                 f" on {last.erased_at:%Y-%m-%d %H:%M:%S} UTC; remember a new memory instead")
         raise ConflictError(f"memory {old_id} is no longer the head of its chain: supersede its current head {last.id}")
 
-    def retire(self, ns: Namespace, ids: Sequence[str], *, reason: str, request_id: str | None = None) -> list[str]:
-        """Close the validity of live memories of ``ns`` with no successor (write.chains.retire_heads),
-        with one audit row naming them and why; returns the ids closed (a row no longer live is left)."""
+    def retire(self, ns: Namespace, ids: Sequence[str], *, reason: str, request_id: str | None = None,
+               lived: timedelta | None = None) -> list[str]:
+        """Close the validity of live memories of ``ns`` with no successor (write.chains.retire_heads;
+        ``lived``: a ttl), with one audit row naming them and why; returns the ids closed (a row no
+        longer live is left)."""
         with self.engine.begin() as conn:
-            closed = chains.retire_heads(conn, ns, sorted(set(ids)))
+            closed = chains.retire_heads(conn, ns, sorted(set(ids)), lived)
             if closed:
                 lexicon.count(conn, retired=closed)
                 audit.append(conn, ns.path, "retire", {"outcome": "ok", "ids": closed, "reason": reason},

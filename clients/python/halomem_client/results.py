@@ -223,9 +223,9 @@ class ABTestJSON(TypedDict):
 
 
 # "from": the namespace the routing comes from ("default": none set), a keyword in Python; "origins":
-# where each facet (routing, consolidate) comes from
-PolicyJSON = TypedDict("PolicyJSON", {"retriever": str, "ab_test": ABTestJSON, "consolidate": str, "namespace": str,
-                                      "from": str, "origins": dict[str, str]}, total=False)
+# where each facet (routing, consolidate, ttl) comes from; "ttl": a span such as 90d, or never
+PolicyJSON = TypedDict("PolicyJSON", {"retriever": str, "ab_test": ABTestJSON, "consolidate": str, "ttl": str,
+                                      "namespace": str, "from": str, "origins": dict[str, str]}, total=False)
 
 
 class AuditRowJSON(TypedDict):

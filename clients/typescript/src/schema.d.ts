@@ -965,6 +965,11 @@ export interface components {
             consolidate?: ("off" | "report" | "skip-similar") | null;
             /** Retriever */
             retriever?: string | null;
+            /**
+             * Ttl
+             * @description How long a memory stays current: a span such as 90d, 12h or 2w (older ones leave present searches and maintenance closes them, history kept), or never.
+             */
+            ttl?: string | null;
         };
         /** PolicyJSON */
         PolicyJSON: {
@@ -981,6 +986,8 @@ export interface components {
             };
             /** Retriever */
             retriever?: string;
+            /** Ttl */
+            ttl?: string;
         };
         /** PolicyReportJSON */
         PolicyReportJSON: {
