@@ -60,6 +60,19 @@ def _sign_in(page, url: str, token: str) -> None:  # noqa: ANN001
     page.keyboard.press("Enter")
 
 
+ALL_SEARCHES = "[...document.querySelectorAll('#audit tbody tr')].every(tr => tr.children[3].textContent === 'search')"
+
+
+def _until(page, script: str, seconds: float = 30) -> None:  # noqa: ANN001
+    """Poll ``script`` until it is true (wait_for_function would eval a string, which the console's CSP forbids)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not page.evaluate(script):
+        assert time.monotonic() < deadline, f"never true: {script}"
+        time.sleep(0.05)
+
+
 def _shoot(page, name: str) -> None:  # noqa: ANN001
     SHOTS.mkdir(parents=True, exist_ok=True)
     for width in (1280, 800):
@@ -119,6 +132,7 @@ def test_every_page_in_a_real_browser_shows_stored_text_literally(browser_page, 
     page.fill("#action", "search")
     page.press("#action", "Enter")
     page.wait_for_selector("#audit tbody tr")
+    _until(page, ALL_SEARCHES)  # the filtered page, not the first one the audit page showed
     seq = page.query_selector("#audit tbody tr").get_attribute("data-seq")
     page.click(f"#audit button:text('Replay {seq}')")
     expect(page.locator("#replay")).to_contain_text("identical")
@@ -237,3 +251,58 @@ def test_every_console_answer_carries_its_policy_and_no_redirect_follows_the_hos
         for r in api:
             assert r.headers.get("cache-control") == "no-store", (r.url, r.status_code)
         assert api[2].status_code == 201 and api[2].json()["token"].startswith("hm_")
+
+
+def test_an_operator_can_work_in_it_picker_audit_columns_paging_chart_axes_concepts(browser_page, api_server,
+                                                                                     kernel):
+    """The effective policy of any namespace of the admin's subtree (a picker), audit rows as columns
+    newest first with paging, a chart with axes, and a concept hit shown by its path (no empty id)."""
+    page, problems, outside = browser_page
+    kernel.remember("acme", "Deploys go through ArgoCD canaries")
+    kernel.put_concept("acme", "deploys/pipeline", "Deploys: ArgoCD canaries, then a manual promotion")
+    kernel.set_policy("acme", {"retriever": "fusion", "ttl": "90d"})
+    kernel.set_policy("acme/eng", {"consolidate": "skip-similar"})
+    kernel.remember("acme/eng", "On-call rotates weekly")
+    for i in range(5):
+        kernel.search("acme", f"deploys {i}")
+    _sign_in(page, api_server.url, make_token(kernel, "acme", "read,admin"))
+    page.wait_for_selector("#namespaces tbody tr")
+
+    page.click("nav button[data-page=memories]")
+    page.fill("#query", "deploys pipeline canaries")
+    page.press("#query", "Enter")
+    page.wait_for_selector("#hits li")
+    assert "concept acme:deploys/pipeline" in page.inner_text("#hits")
+    assert page.evaluate("[...document.querySelectorAll('#hits button')].filter(b => !b.textContent.trim() ||"
+                         " b.textContent === 'null').length") == 0
+
+    page.click("nav button[data-page=policies]")
+    page.wait_for_selector("#policy-ns option", state="attached")
+    expect(page.locator("#policy-of")).to_have_text("acme")
+    options = page.evaluate("[...document.querySelectorAll('#policy-ns option')].map(o => o.value)")
+    assert options == ["acme", "acme/eng"]
+    expect(page.locator("#policy-effective")).to_contain_text("retriever fusion (set here)")
+    page.select_option("#policy-ns", "acme/eng")
+    expect(page.locator("#policy-of")).to_have_text("acme/eng")
+    expect(page.locator("#policy-effective")).to_contain_text("retriever fusion (from acme)")
+    expect(page.locator("#policy-effective")).to_contain_text("near-copies: skip-similar (set here)")
+    expect(page.locator("#policy-effective")).to_contain_text("ttl: 90d (from acme)")
+    assert "helpful share" in page.evaluate("[...document.querySelectorAll('#chart text')].map(t => t.textContent)"
+                                            ".join(' ')")
+
+    page.click("nav button[data-page=audit]")
+    page.fill("#action", "search")
+    page.fill("#rows", "2")
+    page.press("#rows", "Enter")
+    expect(page.locator("#audit tbody tr")).to_have_count(2)
+    _until(page, ALL_SEARCHES)
+    seqs = [int(tr.get_attribute("data-seq")) for tr in page.query_selector_all("#audit tbody tr")]
+    assert len(seqs) == 2 and seqs == sorted(seqs, reverse=True)  # newest first
+    cells = [td.inner_text() for td in page.query_selector_all("#audit tbody tr:first-child td")]
+    assert cells[3] == "search" and cells[5] == "ok" and cells[6] == "fusion" and cells[7].isdigit()
+    page.click("#audit-older")
+    expect(page.locator("#audit tbody tr")).to_have_count(4)
+    more = [int(tr.get_attribute("data-seq")) for tr in page.query_selector_all("#audit tbody tr")]
+    assert more == sorted(more, reverse=True) and more[:2] == seqs
+    _shoot(page, "audit-columns")
+    assert not problems and not outside, (problems, outside)

@@ -69,6 +69,12 @@ const pages = {
     await showAudit();
   },
   async policies() {
+    const { namespaces } = await api("GET", "/v1/namespaces");
+    const pick = $("policy-ns");
+    const chosen = pick.value;
+    pick.replaceChildren(...namespaces.map((n) => { const o = el("option", n.namespace); o.value = n.namespace; return o; }));
+    if (chosen && namespaces.some((n) => n.namespace === chosen)) pick.value = chosen;
+    await showPolicy();
     const report = await api("GET", "/v1/policy/report?days=7");
     $("policy").textContent = report.policy_text;
     fill("arms", report.arms.map((a) => row([a.driver, String(a.searches), fmt(a.plan_p50_ms), fmt(a.plan_p95_ms),
@@ -84,41 +90,77 @@ const pages = {
   },
 };
 
+// the effective policy of the namespace chosen in the picker (an admin's subtree), facet by facet
+async function showPolicy() {
+  const ns = $("policy-ns").value;
+  if (!ns) return;
+  const p = await api("GET", `/v1/policies/${ns.split("/").map(encodeURIComponent).join("/")}`);
+  const routing = p.ab_test
+    ? `A/B ${p.ab_test.shadow ? "shadow" : "split"}: ${p.ab_test.a} / ${p.ab_test.b} at ${p.ab_test.pct_b}%`
+    : `retriever ${p.retriever}`;
+  const from = (facet) => { const o = p.origins[facet]; return o === "default" ? "default" : o === ns ? "set here" : `from ${o}`; };
+  $("policy-of").textContent = ns;
+  $("policy-effective").textContent =
+    `${routing} (${from("routing")}); near-copies: ${p.consolidate} (${from("consolidate")}); ttl: ${p.ttl} (${from("ttl")})`;
+}
+
 const fmt = (v) => (v === null || v === undefined ? "-" : v.toFixed(1));
 const pct = (v) => (v === null || v === undefined ? "-" : `${(100 * v).toFixed(1)}%`);
 
+// a bar per arm (helpful share, 0 to 1) with its 95% interval, on a labelled axis
 function chart(arms) {
   const svg = $("chart");
   const ns = "http://www.w3.org/2000/svg";
-  svg.replaceChildren();
-  const width = 400 / Math.max(arms.length, 1);
+  const left = 50, top = 10, height = 140, right = 410;
+  const shape = (tag, attrs, text) => {
+    const node = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+    if (text !== undefined) node.textContent = text;
+    return node;
+  };
+  const y = (share) => top + height * (1 - share);
+  svg.replaceChildren(
+    shape("line", { x1: left, x2: left, y1: top, y2: top + height, stroke: "#1b1f24" }),
+    shape("line", { x1: left, x2: right, y1: top + height, y2: top + height, stroke: "#1b1f24" }),
+    shape("text", { x: 12, y: top + height / 2, "font-size": "11", "text-anchor": "middle",
+                    transform: `rotate(-90 12 ${top + height / 2})` }, "helpful share"),
+    ...[0, 0.5, 1].flatMap((t) => [
+      shape("line", { x1: left - 4, x2: left, y1: y(t), y2: y(t), stroke: "#1b1f24" }),
+      shape("text", { x: left - 7, y: y(t) + 4, "font-size": "11", "text-anchor": "end" }, t.toFixed(1))]));
+  const width = (right - left) / Math.max(arms.length, 1);
   arms.forEach((a, i) => {
-    const h = 130 * a.helpful_rate;
-    const bar = document.createElementNS(ns, "rect");
-    for (const [k, v] of Object.entries({ x: i * width + 10, y: 140 - h, width: width - 20, height: h, fill: "#4c72b0" })) bar.setAttribute(k, v);
-    const whisker = document.createElementNS(ns, "line");
-    const x = i * width + width / 2;
-    for (const [k, v] of Object.entries({ x1: x, x2: x, y1: 140 - 130 * a.helpful_interval[1], y2: 140 - 130 * a.helpful_interval[0], stroke: "#1b1f24" })) whisker.setAttribute(k, v);
-    const label = document.createElementNS(ns, "text");
-    label.setAttribute("x", x); label.setAttribute("y", 155); label.setAttribute("text-anchor", "middle");
-    label.setAttribute("font-size", "11");
-    label.textContent = a.driver;
-    svg.append(bar, whisker, label);
+    const x = left + i * width + width / 2;
+    svg.append(
+      shape("rect", { x: left + i * width + 10, y: y(a.helpful_rate), width: Math.max(width - 20, 2),
+                      height: height * a.helpful_rate, fill: "#4c72b0" }),
+      shape("line", { x1: x, x2: x, y1: y(a.helpful_interval[1]), y2: y(a.helpful_interval[0]), stroke: "#1b1f24" }),
+      shape("text", { x, y: top + height + 16, "font-size": "11", "text-anchor": "middle" }, `${a.driver} (${a.feedback})`));
   });
 }
 
-async function showAudit() {
+// newest first, a page at a time; `before`: the oldest seq shown, to page back
+async function showAudit(before) {
   const action = $("action").value.trim();
   const n = Math.min(Math.max(parseInt($("rows").value, 10) || 50, 1), 1000);
   const q = new URLSearchParams({ n: String(n) });
   if (action) q.set("action", action);
+  if (before) q.set("before", String(before));
   const { rows } = await api("GET", `/v1/audit?${q}`);
-  fill("audit", rows.map((r) => {
+  const shown = rows.slice().reverse().map((r) => {
+    const f = r.fields || {};
+    const returned = typeof f.returned === "number" ? String(f.returned) : "";
     const again = r.action === "search" && r.outcome === "ok" ? button(`Replay ${r.seq}`, () => replay(r.seq)) : "";
-    const tr = row([String(r.seq), r.at.slice(0, 19).replace("T", " "), r.actor_ns, r.action, r.detail, again]);
+    const tr = row([String(r.seq), r.at.slice(0, 19).replace("T", " "), r.actor_ns, r.action, r.principal || "operator",
+                    r.outcome, typeof f.driver === "string" ? f.driver : "", returned,
+                    typeof f.ms === "number" ? f.ms.toFixed(1) : "", r.request_id, again]);
     tr.dataset.seq = String(r.seq);
     return tr;
-  }));
+  });
+  const body = $("audit").querySelector("tbody");
+  if (before) body.append(...shown); else body.replaceChildren(...shown);
+  const oldest = rows.length ? rows[0].seq : null;
+  $("audit-older").hidden = rows.length < n || oldest === 1;
+  $("audit-older").dataset.before = oldest === null ? "" : String(oldest);
 }
 
 async function replay(seq) {
@@ -154,10 +196,12 @@ async function search(event) {
     const body = { query: $("query").value, k: 20, token_budget: 200000 };  // a person reads it all
     if ($("asof").value.trim()) body.as_of = $("asof").value.trim();
     const found = await api("POST", "/v1/search", body);
-    $("search-meta").textContent = `${found.hits.length} hits, driver ${found.driver}` + (found.as_of ? `, as of ${found.as_of} (memories only)` : "");
+    $("search-meta").textContent = `${found.hits.length} hit${found.hits.length === 1 ? "" : "s"}, driver ${found.driver}` + (found.as_of ? `, as of ${found.as_of} (memories only)` : "");
     $("hits").replaceChildren(...found.hits.map((h) => {
       const li = el("li");
-      li.append(button(h.id, () => timeline(h.id)), el("span", ` ${h.score.toFixed(3)} ${h.namespace}`), el("div", h.content, "text"));
+      // a concept (L3) hit has no memory id, and no chain: its path is shown instead
+      li.append(h.id ? button(h.id, () => timeline(h.id)) : el("span", `concept ${h.ref}`),
+                el("span", ` ${h.score.toFixed(3)} ${h.namespace}`), el("div", h.content, "text"));
       return li;
     }));
   });
@@ -193,7 +237,9 @@ async function signIn(event) {
 // everything a session fills: tables' rows, lists, outputs and the fields an admin typed into
 function clearSession() {
   for (const node of document.querySelectorAll("#app tbody, #app ol, #app pre, #app code, #app svg")) node.replaceChildren();
-  for (const id of ["who", "chain", "search-meta", "verdict", "error"]) $(id).textContent = "";
+  for (const id of ["who", "chain", "search-meta", "verdict", "error", "policy-of", "policy-effective"]) $(id).textContent = "";
+  $("policy-ns").replaceChildren();
+  $("audit-older").hidden = true;
   for (const input of document.querySelectorAll("#app input")) input.value = input.defaultValue;
 }
 
@@ -208,7 +254,10 @@ function signOut() {
 $("signin").addEventListener("submit", signIn);
 $("signout").addEventListener("click", signOut);
 $("search").addEventListener("submit", search);
-$("audit-filter").addEventListener("submit", (e) => { e.preventDefault(); guard(showAudit); });
+$("audit-filter").addEventListener("submit", (e) => { e.preventDefault(); guard(() => showAudit()); });
+$("audit-older").addEventListener("click", () => guard(() => showAudit(Number($("audit-older").dataset.before))));
+$("policy-ns").addEventListener("change", () => guard(showPolicy));
+$("policy-pick").addEventListener("submit", (e) => { e.preventDefault(); guard(showPolicy); });
 $("whosaw").addEventListener("submit", (e) => {
   e.preventDefault();
   guard(async () => {
