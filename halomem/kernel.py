@@ -9,7 +9,7 @@ import logging
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import sqlalchemy as sa
 
@@ -222,6 +222,22 @@ class Kernel:
 
         return ingest_documents(self, namespace(ns), roots, files, fmt=fmt, prune=prune, strict=strict,
                                 dry_run=dry_run, request_id=request_id or new_request_id(), **progress)
+
+    def export_lines(self, ns: str | Namespace, *, subtree: bool = False, as_of: Any = None) -> Iterator[str]:
+        """``ns`` (and with ``subtree`` its descendants) as JSONL lines (halomem.portable)."""
+        from .instants import parse_instant
+        from .portable import export_lines
+
+        return export_lines(self.engine, namespace(ns), subtree=subtree, as_of=parse_instant(as_of))
+
+    def import_lines(self, lines: Iterable[bytes | str], *, request_id: str | None = None,
+                     only: str | Namespace | None = None) -> dict[str, int]:
+        """Load an export in one transaction, re-embedded with this store's embedder (write.imports);
+        ``only``: it must be that namespace's export alone."""
+        from .write.imports import import_lines
+
+        return import_lines(self.engine, self.embedders.current, lines, request_id=request_id,
+                            only=namespace(only) if only is not None else None)
 
     def expire(self, *, request_id: str | None = None) -> dict[str, int]:
         """Close the validity of every memory a ttl policy has expired (write.retention); returns

@@ -247,6 +247,17 @@ class Operations:
         return self._run("audit", ADMIN, lambda ns, rid: self.kernel.replay(check_seq(seq), subtree=ns,
                                                                              request_id=rid))
 
+    def export_namespace(self, as_of: str | None = None) -> str:
+        """The caller's namespace as an export (JSONL: halomem.portable), what its admin may read of it."""
+        def body(ns: Namespace, rid: str) -> str:
+            return "".join(self.kernel.export_lines(ns, as_of=as_of))
+        return self._run("export", ADMIN, body, kernel_audits=False)
+
+    def import_namespace(self, raw: bytes) -> dict[str, int]:
+        """Load an export of the caller's own namespace (write.imports; its ``import`` audit row)."""
+        return self._run("import", ADMIN, lambda ns, rid: self.kernel.import_lines(
+            raw.splitlines(), request_id=rid, only=ns))
+
     def create_token(self, target: Namespace | None, name: str, scopes: Sequence[str] | str,
                      expires_in: timedelta | None = None) -> IssuedToken:
         return self._run("token", ADMIN, lambda ns, rid: PrincipalStore(self.kernel.engine).create(
@@ -345,6 +356,22 @@ class StoreOperations:
         return self._run("audit", lambda rid: self.kernel.prune_queries(retention_days),
                          lambda removed: {"asked": "prune-queries", "removed": removed,
                                            "older_than_days": retention_days})
+
+    def export(self, ns: str | Namespace, write: Callable[[str], Any], *, subtree: bool = False,
+               as_of: Any = None) -> int:
+        """Write ``ns``'s export line by line (halomem.portable); returns the records written."""
+        def body(rid: str) -> int:
+            written = 0
+            for line in self.kernel.export_lines(namespace(ns), subtree=subtree, as_of=as_of):
+                write(line)
+                written += 1
+            return written - 1  # the header is no record
+        return self._run("export", body, lambda n: {"namespace": namespace(ns).path, "subtree": subtree,
+                                                    "records": n, "as_of": str(as_of) if as_of else None})
+
+    def import_export(self, lines: Any) -> dict[str, int]:
+        """Load an export (its own ``import`` audit row says what was written)."""
+        return self._run("import", lambda rid: self.kernel.import_lines(lines, request_id=rid))
 
     def expire(self) -> dict[str, int]:
         """Close what ttl policies expired (write.retention): a ``retire`` row per batch, and this

@@ -79,6 +79,9 @@ def _every_operation(hm: Client, admin: Client, tmp_note: bytes) -> dict:
     search_seq = next(r["seq"] for r in admin.audit_tail(n=50, action="search"))
     seen["replay"] = admin.replay(search_seq).seq
     seen["namespaces"] = admin.namespaces()["root"]
+    exported = admin.export_namespace()
+    seen["export_namespace"] = exported.splitlines()[0]
+    seen["import_namespace"] = admin.import_namespace(exported.encode())["memories"]
     issued = admin.create_token("acme/eng/bots", "a bot", "read")
     seen["create_token"] = issued["token"].startswith("hm_")
     seen["list_tokens"] = issued["id"] in [t["id"] for t in admin.list_tokens()]
@@ -96,6 +99,7 @@ def test_the_sync_client_performs_every_operation(api_server, kernel):
         assert seen["upload_documents"] == ["handbook/intro.md"] and seen["remember_many"] == 2
         assert seen["set_policy"] == "keyword" and seen["clear_policy"] is True and seen["audit_status"] is True
         assert seen["create_token"] and seen["list_tokens"] and seen["revoke_token"]
+        assert '"kind":"header"' in seen["export_namespace"] and seen["import_namespace"] == 0  # all there already
         with pytest.raises(NotFoundError):
             hm.get("m_does_not_exist")
         with pytest.raises(PermissionDeniedError):

@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"audit", "index", "auth", "cold"},
     {"drivers", "write", "intake", "policy", "feedback", "sandbox", "sidecar"},
     {"planning", "search", "eval"},
-    {"mounts", "kernel"},
+    {"mounts", "kernel", "portable"},
     {"admission", "ops", "pipeline", "remote", "bench", "conformance", "backup"},
     {"server", "cli"},
 ]

@@ -20,7 +20,7 @@ from ..limits import (MAX_ACTION_CHARS, MAX_AS_OF_CHARS, MAX_AUDIT_ROWS, MAX_BAT
                       MAX_ID_CHARS, MAX_K, MAX_NOTE_CHARS, MAX_PAGE, MAX_REASON_CHARS, MAX_ROOT_NAME_CHARS, namespace)
 from ..ops import Operations
 from ..pipeline import Pipeline
-from ..results import (AuditJSON, BatchJSON, ChainJSON, ConceptsJSON, ConceptStoredJSON, EntitiesJSON, EntityAddedJSON,
+from ..results import (AuditJSON, BatchJSON, ImportJSON, ChainJSON, ConceptsJSON, ConceptStoredJSON, EntitiesJSON, EntityAddedJSON,
                        AuditStatusJSON, FeedbackJSON, NamespacesJSON, PolicyReportJSON,
                        DocumentsJSON, ErasedJSON, IngestJSON, IssuedTokenJSON, MaterializedJSON, MemoryJSON, NewMemoryJSON, PageJSON,
                        PolicyJSON, ReplayJSON, SearchJSON, SupersededJSON, TokenJSON, TokensJSON, WhoamiJSON,
@@ -338,6 +338,24 @@ def build_router(pipeline: Pipeline) -> APIRouter:
     def policy_report(days: float = Query(7.0, gt=0, le=MAX_DAYS, description="The window, in days."),
                       ops: Operations = Ops) -> dict[str, Any]:
         return ops.policy_report(days)
+
+    @r.get("/export", summary="The caller's namespace as an export: JSON lines of its memories (every version),"
+           " entities, concepts and policy (admin)",
+           responses={200: {"description": "JSON lines (halomem export's format)",
+                            "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}})
+    def export(as_of: Optional[str] = Query(None, max_length=MAX_AS_OF_CHARS, description=(
+                   "The memories valid at that instant (ISO 8601 or a span back such as 3d).")),
+               ops: Operations = Ops) -> Any:
+        return Response(ops.export_namespace(as_of), media_type="application/x-ndjson")
+
+    @r.post("/import", status_code=201, summary="Load an export of the caller's own namespace, all or nothing "
+            "(admin; a second import writes nothing)",
+            openapi_extra={"requestBody": {"content": {"application/x-ndjson": {"schema": {"type": "string"}}}}},
+            responses={**shape(ImportJSON, 201), **problems(409)})
+    async def import_(request: Request, ops: Operations = Ops) -> dict[str, Any]:
+        from starlette.concurrency import run_in_threadpool
+
+        return await run_in_threadpool(ops.import_namespace, await request.body())
 
     @r.get("/tokens", summary="Tokens of the caller's namespace and below (admin; never secrets)",
            responses=shape(TokensJSON))

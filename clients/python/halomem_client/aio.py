@@ -39,7 +39,8 @@ class AsyncClient:
         await self._http.aclose()
 
     async def _call(self, method: str, path: str, *, json: Any = None, content: bytes | None = None,
-                    params: Sequence[tuple[str, str]] = (), content_type: str | None = None) -> Any:
+                    params: Sequence[tuple[str, str]] = (), content_type: str | None = None,
+                    text: bool = False) -> Any:
         path, content, headers = request_parts(path, json, content, params, content_type, self.consistency)
         try:
             response = await self._http.request(method, path, content=content, headers=headers)
@@ -50,7 +51,7 @@ class AsyncClient:
         reply = Reply(response.status_code, response.content, response.headers.get(CONSISTENCY))
         if reply.consistency:
             self.consistency = reply.consistency
-        return answer(self.url, reply)
+        return answer(self.url, reply, text)
 
     async def namespace(self) -> str:
         """The token's namespace (asked once)."""
@@ -62,7 +63,7 @@ class AsyncClient:
         if OWN_NAMESPACE in call.path:
             call = replace(call, path=call.path.replace(OWN_NAMESPACE, quote(await self.namespace(), safe="/")))
         return call.read(await self._call(call.method, call.path, json=call.json, content=call.content,
-                                          params=call.params, content_type=call.content_type))
+                                          params=call.params, content_type=call.content_type, text=call.text))
 
 
 def _awaited(build: Callable[..., Call]) -> Callable[..., Any]:

@@ -132,8 +132,9 @@ def request_parts(path: str, json: Any, content: bytes | None, params: Sequence[
     return path, content, headers
 
 
-def answer(url: str, reply: Reply) -> Any:
-    """A reply's JSON, or the kernel's error class for its problem+json (both clients)."""
+def answer(url: str, reply: Reply, text: bool = False) -> Any:
+    """A reply's JSON (``text``: its text), or the kernel's error class for its problem+json (both
+    clients)."""
     if reply.status >= 400:
         try:
             body = jsonlib.loads(reply.body)
@@ -143,6 +144,8 @@ def answer(url: str, reply: Reply) -> Any:
             body = {}
         detail = body.get("detail") or body.get("error_description") or f"HTTP {reply.status}"
         raise error_for_problem(reply.status, body.get("kind"), str(detail))
+    if text:
+        return reply.body.decode("utf-8")
     try:
         return jsonlib.loads(reply.body)
     except ValueError:
@@ -185,7 +188,7 @@ class Client:
         self._http.close()
 
     def _call(self, method: str, path: str, *, json: Any = None, content: bytes | None = None,
-              params: Sequence[tuple[str, str]] = (), content_type: str | None = None) -> Any:
+              params: Sequence[tuple[str, str]] = (), content_type: str | None = None, text: bool = False) -> Any:
         path, content, headers = request_parts(path, json, content, params, content_type, self.consistency)
         try:
             reply = self._http.send(method, path, content, headers)
@@ -195,13 +198,13 @@ class Client:
             raise ServiceUnreachableError(f"cannot reach halomem server at {self.url}: {exc}") from None
         if reply.consistency:
             self.consistency = reply.consistency
-        return answer(self.url, reply)
+        return answer(self.url, reply, text)
 
     def _perform(self, call: Call) -> Any:
         if OWN_NAMESPACE in call.path:
             call = replace(call, path=call.path.replace(OWN_NAMESPACE, quote(self.namespace, safe="/")))
         return call.read(self._call(call.method, call.path, json=call.json, content=call.content,
-                                    params=call.params, content_type=call.content_type))
+                                    params=call.params, content_type=call.content_type, text=call.text))
 
     @property
     def namespace(self) -> str:

@@ -29,6 +29,7 @@ class Call:
     params: Sequence[tuple[str, str]] = ()
     content_type: str | None = None
     read: Callable[[Any], Any] = field(default=lambda data: data)
+    text: bool = False  # the answer is text (an export's JSON lines), not one JSON document
 
 
 def _seg(value: str) -> str:
@@ -195,6 +196,16 @@ def list_tokens() -> Call:
     return Call("GET", "/v1/tokens", read=lambda data: data["tokens"])
 
 
+def export_namespace(as_of: str | None = None) -> Call:
+    """The token's namespace as an export (JSON lines, halomem.portable's format; admin)."""
+    return Call("GET", "/v1/export", params=[("as_of", as_of)] if as_of else [], text=True)
+
+
+def import_namespace(raw: bytes) -> Call:
+    """Load an export of the token's own namespace (all or nothing; admin): ImportJSON counts."""
+    return Call("POST", "/v1/import", content=raw, content_type="application/x-ndjson")
+
+
 def create_token(target: str | None, name: str, scopes: Sequence[str] | str,
                  expires_in: timedelta | str | None = None) -> Call:
     """A token for ``target`` (None: the caller's namespace) or below; the answer (IssuedTokenJSON)
@@ -251,6 +262,8 @@ OPERATIONS: tuple[Operation, ...] = (
     _op(who_saw, "GET", "/v1/audit/who-saw"),
     _op(replay, "POST", "/v1/audit/replay/{seq}"),
     _op(namespaces, "GET", "/v1/namespaces"),
+    _op(export_namespace, "GET", "/v1/export"),
+    _op(import_namespace, "POST", "/v1/import"),
     _op(list_tokens, "GET", "/v1/tokens"),
     _op(create_token, "POST", "/v1/tokens/{target}"),
     _op(revoke_token, "DELETE", "/v1/tokens/{principal_id}"),

@@ -228,6 +228,14 @@ PolicyJSON = TypedDict("PolicyJSON", {"retriever": str, "ab_test": ABTestJSON, "
                                       "namespace": str, "from": str, "origins": dict[str, str]}, total=False)
 
 
+class ImportJSON(TypedDict):
+    memories: int  # versions written (live heads, superseded versions, tombstones)
+    unchanged: int  # already here, identical: skipped
+    entities: int
+    concepts: int
+    policies: int
+
+
 class AuditRowJSON(TypedDict):
     seq: int
     at: str

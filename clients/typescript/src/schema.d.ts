@@ -192,6 +192,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's namespace as an export: JSON lines of its memories (every version), entities, concepts and policy (admin) */
+        get: operations["export_v1_export_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/feedback": {
         parameters: {
             query?: never;
@@ -203,6 +220,23 @@ export interface paths {
         put?: never;
         /** A verdict on a hit a search returned to the caller */
         post: operations["feedback_v1_feedback_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Load an export of the caller's own namespace, all or nothing (admin; a second import writes nothing) */
+        post: operations["import__v1_import_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -806,6 +840,19 @@ export interface components {
             token_estimate: number;
             /** Valid From */
             valid_from: string | null;
+        };
+        /** ImportJSON */
+        ImportJSON: {
+            /** Concepts */
+            concepts: number;
+            /** Entities */
+            entities: number;
+            /** Memories */
+            memories: number;
+            /** Policies */
+            policies: number;
+            /** Unchanged */
+            unchanged: number;
         };
         /** IngestJSON */
         IngestJSON: {
@@ -2499,6 +2546,120 @@ export interface operations {
             };
         };
     };
+    export_v1_export_get: {
+        parameters: {
+            query?: {
+                /** @description The memories valid at that instant (ISO 8601 or a span back such as 3d). */
+                as_of?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description JSON lines (halomem export's format) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description Invalid input (a bound in README 'Limits', an unknown driver) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Missing, malformed, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Outside the token's scopes or namespace */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Not visible to the caller (or no such route) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Method not allowed */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Body over the server's --max-body */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description A body or parameter that does not fit the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Over the rate limit (Retry-After says when to retry) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Internal error (the server log has the details under the request id) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+        };
+    };
     feedback_v1_feedback_post: {
         parameters: {
             query?: never;
@@ -2559,6 +2720,129 @@ export interface operations {
             };
             /** @description Method not allowed */
             405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Body over the server's --max-body */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description A body or parameter that does not fit the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Over the rate limit (Retry-After says when to retry) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Internal error (the server log has the details under the request id) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+        };
+    };
+    import__v1_import_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportJSON"];
+                };
+            };
+            /** @description Invalid input (a bound in README 'Limits', an unknown driver) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Missing, malformed, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Outside the token's scopes or namespace */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Not visible to the caller (or no such route) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Method not allowed */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Conflict (not the chain's head, already erased, a racing key) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
