@@ -225,16 +225,18 @@ class Operations:
     def clear_policy(self, target: Namespace | None) -> bool:
         return self._run("policy", ADMIN, lambda ns, rid: self.kernel.clear_policy(ns, request_id=rid), target)
 
-    def audit_tail(self, n: int = 20, action: str | None = None, before: int | None = None) -> list[audit.AuditRow]:
-        """A page of the audit rows of the caller's namespace and below, newest ``n`` (at most
-        MAX_AUDIT_ROWS) older than seq ``before``: a listing's cost is bounded, the trail paged."""
+    def audit_tail(self, n: int = 20, action: str | None = None, before: int | None = None,
+                   within: str | None = None) -> list[audit.AuditRow]:
+        """A page of the audit rows of the caller's namespace and below (``within``: of that
+        namespace of its subtree and below), newest ``n`` (at most MAX_AUDIT_ROWS) older than seq
+        ``before``: a listing's cost is bounded, the trail paged."""
         def body(ns: Namespace, rid: str) -> list[audit.AuditRow]:
             if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_AUDIT_ROWS:
                 raise InvalidInputError(f"n must be between 1 and {MAX_AUDIT_ROWS} (page back with before=SEQ)")
             if action is not None:
                 check_text(action, "action", 40)
             return self.kernel.audit_tail(n, action, subtree=ns, before=check_seq(before) if before else None)
-        return self._run("audit", ADMIN, body, kernel_audits=False)
+        return self._run("audit", ADMIN, body, namespace(within) if within else None, kernel_audits=False)
 
     def who_saw(self, memory_id: str) -> WhoSaw:
         """Requests made in the caller's namespace and below that were returned a version of the

@@ -74,6 +74,12 @@ def _every_operation(hm: Client, admin: Client, tmp_note: bytes) -> dict:
     seen["clear_policy"] = admin.clear_policy(None)
     seen["policy_report"] = sorted(admin.policy_report(days=1.0))
     seen["audit_tail"] = bool(admin.audit_tail(n=5))
+    assert {r["actor_ns"] for r in admin.audit_tail(n=50, within="acme/eng")} <= {"acme/eng"}
+    try:
+        admin.audit_tail(n=5, within="acme/sales")  # not in the admin's subtree
+        raise AssertionError("a sibling's trail was listed")
+    except PermissionDeniedError:
+        pass
     seen["audit_status"] = admin.audit_status()["verified"]
     seen["who_saw"] = admin.who_saw(newer.id).memory_id
     search_seq = next(r["seq"] for r in admin.audit_tail(n=50, action="search"))

@@ -304,5 +304,11 @@ def test_an_operator_can_work_in_it_picker_audit_columns_paging_chart_axes_conce
     expect(page.locator("#audit tbody tr")).to_have_count(4)
     more = [int(tr.get_attribute("data-seq")) for tr in page.query_selector_all("#audit tbody tr")]
     assert more == sorted(more, reverse=True) and more[:2] == seqs
+    page.fill("#action", "")
+    page.select_option("#audit-ns", "acme/eng")
+    page.press("#rows", "Enter")
+    _until(page, "[...document.querySelectorAll('#audit tbody tr')].every(tr => tr.children[2].textContent === "
+                 "'acme/eng')")
+    assert page.query_selector_all("#audit tbody tr")  # acme/eng's rows alone: the policy it set, its memory
     _shoot(page, "audit-columns")
     assert not problems and not outside, (problems, outside)

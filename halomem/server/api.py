@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..auth.principal import parse_duration
 from ..errors import AuthenticationError, InvalidInputError
+from ..types import NAMESPACE_MAX_LENGTH
 from ..limits import (MAX_ACTION_CHARS, MAX_AS_OF_CHARS, MAX_AUDIT_ROWS, MAX_BATCH, MAX_BUDGET, MAX_CURSOR_CHARS, MAX_DAYS,
                       MAX_ID_CHARS, MAX_K, MAX_NOTE_CHARS, MAX_PAGE, MAX_REASON_CHARS, MAX_ROOT_NAME_CHARS, namespace)
 from ..ops import Operations
@@ -308,8 +309,10 @@ def build_router(pipeline: Pipeline) -> APIRouter:
                    action: Optional[str] = Query(None, max_length=MAX_ACTION_CHARS, description="Only this action."),
                    before: Optional[int] = Query(None, ge=1, le=2**63 - 1, description=(
                        "Only rows older than this seq: the previous page's first seq, to page back.")),
+                   within: Optional[str] = Query(None, max_length=NAMESPACE_MAX_LENGTH, description=(
+                       "Only rows acted in this namespace of your subtree, and below.")),
                    ops: Operations = Ops) -> dict[str, Any]:
-        return {"rows": [row.to_dict() for row in ops.audit_tail(n, action, before)]}
+        return {"rows": [row.to_dict() for row in ops.audit_tail(n, action, before, within)]}
 
     @r.get("/audit/who-saw", summary="Requests made in the caller's namespace and below that were returned a"
            " version of a memory (admin)", responses=shape(WhoSawJSON))

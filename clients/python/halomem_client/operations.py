@@ -170,8 +170,10 @@ def policy_report(days: float = 7.0) -> Call:
     return Call("GET", "/v1/policy/report", params=[("days", repr(float(days)))])
 
 
-def audit_tail(n: int = 20, action: str | None = None, before: int | None = None) -> Call:
+def audit_tail(n: int = 20, action: str | None = None, before: int | None = None, within: str | None = None) -> Call:
+    """A page of audit rows, oldest first (``within``: a namespace of the admin's subtree, and below)."""
     params = [("n", str(n))] + ([("action", action)] if action else []) + ([("before", str(before))] if before else [])
+    params += [("within", within)] if within else []
     return Call("GET", "/v1/audit", params=params, read=lambda data: data["rows"])
 
 

@@ -1380,6 +1380,8 @@ export interface operations {
                 action?: string | null;
                 /** @description Only rows older than this seq: the previous page's first seq, to page back. */
                 before?: number | null;
+                /** @description Only rows acted in this namespace of your subtree, and below. */
+                within?: string | null;
             };
             header?: never;
             path?: never;

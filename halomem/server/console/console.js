@@ -63,17 +63,14 @@ const pages = {
   },
   async memories() {},
   async audit() {
+    await pickNamespaces("audit-ns");
     $("chain").textContent = "checking…";
     const status = await api("GET", "/v1/audit/status");
     $("chain").textContent = status.verified ? "verifies" : "BROKEN: run halomem audit verify";
     await showAudit();
   },
   async policies() {
-    const { namespaces } = await api("GET", "/v1/namespaces");
-    const pick = $("policy-ns");
-    const chosen = pick.value;
-    pick.replaceChildren(...namespaces.map((n) => { const o = el("option", n.namespace); o.value = n.namespace; return o; }));
-    if (chosen && namespaces.some((n) => n.namespace === chosen)) pick.value = chosen;
+    await pickNamespaces("policy-ns");
     await showPolicy();
     const report = await api("GET", "/v1/policy/report?days=7");
     $("policy").textContent = report.policy_text;
@@ -89,6 +86,15 @@ const pages = {
       t.status === "active" ? button(`Revoke ${t.name}`, async () => { await api("DELETE", `/v1/tokens/${encodeURIComponent(t.id)}`); await pages.tokens(); }) : ""])));
   },
 };
+
+// a picker over the admin's subtree (its own namespace and below), keeping the choice it had
+async function pickNamespaces(id) {
+  const { namespaces } = await api("GET", "/v1/namespaces");
+  const pick = $(id);
+  const chosen = pick.value;
+  pick.replaceChildren(...namespaces.map((n) => { const o = el("option", n.namespace); o.value = n.namespace; return o; }));
+  if (chosen && namespaces.some((n) => n.namespace === chosen)) pick.value = chosen;
+}
 
 // the effective policy of the namespace chosen in the picker (an admin's subtree), facet by facet
 async function showPolicy() {
@@ -145,6 +151,7 @@ async function showAudit(before) {
   const q = new URLSearchParams({ n: String(n) });
   if (action) q.set("action", action);
   if (before) q.set("before", String(before));
+  if ($("audit-ns").value) q.set("within", $("audit-ns").value);
   const { rows } = await api("GET", `/v1/audit?${q}`);
   const shown = rows.slice().reverse().map((r) => {
     const f = r.fields || {};
@@ -239,6 +246,7 @@ function clearSession() {
   for (const node of document.querySelectorAll("#app tbody, #app ol, #app pre, #app code, #app svg")) node.replaceChildren();
   for (const id of ["who", "chain", "search-meta", "verdict", "error", "policy-of", "policy-effective"]) $(id).textContent = "";
   $("policy-ns").replaceChildren();
+  $("audit-ns").replaceChildren();
   $("audit-older").hidden = true;
   for (const input of document.querySelectorAll("#app input")) input.value = input.defaultValue;
 }
@@ -257,6 +265,7 @@ $("search").addEventListener("submit", search);
 $("audit-filter").addEventListener("submit", (e) => { e.preventDefault(); guard(() => showAudit()); });
 $("audit-older").addEventListener("click", () => guard(() => showAudit(Number($("audit-older").dataset.before))));
 $("policy-ns").addEventListener("change", () => guard(showPolicy));
+$("audit-ns").addEventListener("change", () => guard(() => showAudit()));
 $("policy-pick").addEventListener("submit", (e) => { e.preventDefault(); guard(showPolicy); });
 $("whosaw").addEventListener("submit", (e) => {
   e.preventDefault();
