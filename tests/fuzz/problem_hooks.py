@@ -14,3 +14,14 @@ def refusals_are_problems_with_request_ids(ctx, response, case):  # noqa: ANN001
     header = (response.headers.get("x-request-id") or [""])[0]
     if not header or body.get("request_id") != header:
         raise AssertionError("the problem's request_id is not the X-Request-Id header")
+
+
+@schemathesis.serializer("application/x-ndjson")
+def ndjson(ctx, value):  # noqa: ANN001, ANN201
+    """A JSON-lines body (POST /v1/import): a generated string as its bytes, any other value as one
+    JSON line; the server must refuse what is not an export without a 5xx."""
+    import json
+
+    data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else \
+        (json.dumps(value) + "\n").encode("utf-8")
+    return {"data": data, "headers": {"Content-Type": "application/x-ndjson"}}
