@@ -26,8 +26,8 @@ LAYERS: list[set[str]] = [
     {"drivers", "write", "intake", "policy", "feedback", "sandbox", "sidecar"},
     {"planning", "search", "eval"},
     {"mounts", "kernel", "portable"},
-    {"admission", "ops", "pipeline", "remote", "bench", "conformance", "backup"},
-    {"server", "cli"},
+    {"admission", "ops", "pipeline", "remote", "conformance", "backup"},
+    {"server", "cli", "bench"},
 ]
 
 

@@ -125,6 +125,17 @@ def latency(memories: str = typer.Option("10000,100000", help="Comma-separated s
 
 
 @app.command()
+def profile(memories: int = typer.Option(10000, "--memories", min=1, help="Memories in the store searched."),
+            searches: int = typer.Option(200, "--searches", min=20, help="Searches per caller per leg."),
+            out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
+    """Where a search's time goes, step by step (policy, embed, plan, view, materialise, audit, edge),
+    in process and over HTTP at 1 and 8 concurrent callers."""
+    from ..bench.profile import run_profile
+
+    _finish(run_profile(memories, searches, out_dir, _say), as_json)
+
+
+@app.command()
 def backup(memories: int = typer.Option(100000, "--memories", min=1, help="Memories in the store backed up."),
            out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
     """db backup and db restore of a store of N memories into an empty server: seconds, size, same answers."""
