@@ -16,7 +16,8 @@ def _seed(kernel) -> dict:  # noqa: ANN001
     first = kernel.remember("acme/eng", "Staging is rebuilt every Sunday night", source="runbook",
                             provenance={"page": 2})
     head = kernel.supersede("acme/eng", first.id, "Staging is rebuilt every Saturday night")
-    kernel.ingest_bytes("acme/eng", b'{"content": "Marco is on call", "key": "oncall"}\n', fmt="jsonl")
+    kernel.ingest_bytes("acme/eng", b'{"content": "Priya is on call", "key": "oncall"}\n', fmt="jsonl")
+    kernel.ingest_bytes("acme/eng", b'{"content": "Marco is on call", "key": "oncall"}\n', fmt="jsonl")  # supersedes
     gone = kernel.remember("acme/eng", "A note that was erased")
     kernel.erase("acme/eng", gone.id, reason="test")
     kernel.remember("acme/eng/infra", "The pager rotates on Mondays")

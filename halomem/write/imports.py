@@ -123,15 +123,15 @@ def _load(engine: sa.Engine, embedder: Any, root: Namespace, subtree: bool, reco
                 vectors[r["id"]] = made
         for r in new:
             made = vectors.get(r["id"])
-            live = r.get("t_valid_to") is None and r.get("erased_at") is None
+            kept = r.get("erased_at") is None  # a tombstone keeps ids, times and links, nothing else
             conn.execute(memories.insert().values(
                 id=r["id"], namespace=r["namespace"], content=r.get("content") or "", source=r.get("source"),
-                position=r.get("position"), provenance=r.get("provenance") or {}, key=r.get("key") if live else None,
+                position=r.get("position"), provenance=r.get("provenance") or {}, key=r.get("key"),
                 tier=r.get("tier") or "L2", t_valid_from=datetime.fromisoformat(r["t_valid_from"]),
                 t_valid_to=datetime.fromisoformat(r["t_valid_to"]) if r.get("t_valid_to") else None,
                 supersedes=r.get("supersedes"), superseded_by=r.get("superseded_by"),
                 erased_at=datetime.fromisoformat(r["erased_at"]) if r.get("erased_at") else None,
-                content_key=content_key(r["content"]) if live else None,
+                content_key=content_key(r["content"]) if kept else None,
                 embedding=made.vector if made is not None else None))
             if made is not None and made.passages:
                 conn.execute(passages.insert(), [{"memory_id": r["id"], "ordinal": i, "embedding": p}
@@ -185,8 +185,9 @@ def _memory(r: dict[str, Any]) -> dict[str, Any]:
             check_content(r.get("content"))
             check_source(r.get("source"))
             check_provenance(r.get("provenance"))
-        elif r.get("content") not in (None, ""):
-            raise InvalidInputError("an erased memory holds no content")
+        elif r.get("content") not in (None, "") or r.get("source") is not None or r.get("provenance") not in (None, {}) \
+                or r.get("key") is not None or r.get("position") is not None:
+            raise InvalidInputError("an erased memory holds no content, source, place, provenance or key")
         if r.get("key") is not None:
             check_text(r["key"], "key", MAX_KEY_CHARS)
     except InvalidInputError as exc:
