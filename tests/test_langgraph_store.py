@@ -111,6 +111,30 @@ def test_the_token_bounds_what_a_store_reaches(stores):
     assert eng.get(("runbooks",), "deploy").value["content"] == "Deploys go through ArgoCD canaries"
 
 
+def test_long_keys_and_a_delete_that_lost_a_race(stores, kernel):
+    store = stores("acme/eng")
+    space, key = ("users", "x" * 120), "k" * 150  # past the server's 200-character key: stored by digest
+    store.put(space, key, {"content": "A long-keyed item"})
+    assert store.get(space, key).value == {"content": "A long-keyed item"} and store.get(space, key).key == key
+    store.put(space, key, {"content": "A long-keyed item, updated"})
+    assert [i.value["content"] for i in store.search(space)] == ["A long-keyed item, updated"]
+    item = kernel.recent("acme/eng", 5).memories[0]
+    kernel.erase("acme/eng", item.id, reason="erased under the store")  # the store's next delete finds nothing
+    store.delete(space, key)
+    assert store.get(space, key) is None
+
+    from halomem_client import NotFoundError
+    from halomem_client import operations as calls
+    from halomem_client.langgraph import drive
+
+    def steps():  # a call's error reaches the steps, which may carry on
+        try:
+            yield calls.get("m_missing0000000000000")
+        except NotFoundError:
+            return (yield calls.whoami())["namespace"]
+    assert drive(store.client, steps()) == "acme/eng"
+
+
 def test_batch_and_the_async_twin(stores, api_server, kernel):
     store = stores("acme/ops")
     results = store.batch([PutOp(("notes",), "a", {"content": "The status page is status.acme.test"}),

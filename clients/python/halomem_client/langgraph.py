@@ -29,6 +29,7 @@ store performs them with Client, the async one with AsyncClient.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from datetime import datetime, timezone
 from typing import Any, Generator, Iterable
@@ -39,7 +40,7 @@ from langgraph.store.base import (BaseStore, GetOp, Item, ListNamespacesOp, Matc
 from . import operations as calls
 from .aio import AsyncClient
 from .client import Client
-from .errors import NotFoundError
+from .errors import ConflictError, HalomemError, NotFoundError
 
 SOURCE = "langgraph"  # the source of every item's memory: a search can be scoped to the store's items
 TEXT_FIELDS = ("content", "text", "memory")
@@ -50,8 +51,16 @@ SEARCH_POOL = 200  # hits a query asks the server for, before the namespace pref
 Steps = Generator[calls.Call, Any, Any]
 
 
+MAX_KEY = 200  # the server's bound on a memory's key
+
+
 def memory_key(namespace: tuple[str, ...], key: str) -> str:
-    return "langgraph:" + json.dumps([*namespace, key], ensure_ascii=False, separators=(",", ":"))
+    """The memory key of an item: readable when it fits the server's bound, else its digest (the
+    item's namespace and key travel in its provenance either way)."""
+    text = "langgraph:" + json.dumps([*namespace, key], ensure_ascii=False, separators=(",", ":"))
+    if len(text) <= MAX_KEY:
+        return text
+    return "langgraph#" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def item_text(value: dict[str, Any]) -> str:
@@ -147,7 +156,7 @@ def _put(op: PutOp, own: str) -> Steps:
         if mine is not None:
             try:
                 yield calls.erase(mine.id, reason="langgraph delete")
-            except NotFoundError:
+            except (NotFoundError, ConflictError):
                 pass  # erased meanwhile
         return None
     created = (_about(mine.provenance) or {}).get("created_at") if mine is not None else None
@@ -202,11 +211,21 @@ def _steps(op: Op, own: str) -> Steps:
 
 
 def _run(client: Client, op: Op) -> Any:
-    steps = _steps(op, client.namespace)
+    return drive(client, _steps(op, client.namespace))
+
+
+def drive(client: Client, steps: Steps) -> Any:
+    """Perform the calls ``steps`` yields; a call's error is raised inside the steps (which may
+    handle it, as a delete that lost a race does)."""
     try:
         call = next(steps)
         while True:
-            call = steps.send(client._perform(call))
+            try:
+                answer = client._perform(call)
+            except HalomemError as exc:
+                call = steps.throw(exc)
+                continue
+            call = steps.send(answer)
     except StopIteration as done:
         return done.value
 
@@ -216,7 +235,12 @@ async def _arun(client: AsyncClient, op: Op) -> Any:
     try:
         call = next(steps)
         while True:
-            call = steps.send(await client._perform(call))
+            try:
+                answer = await client._perform(call)
+            except HalomemError as exc:
+                call = steps.throw(exc)
+                continue
+            call = steps.send(answer)
     except StopIteration as done:
         return done.value
 
