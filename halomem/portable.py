@@ -25,9 +25,8 @@ from typing import Any, Iterator
 import sqlalchemy as sa
 
 from .db.schema import concepts, entities, entity_aliases, memories, policies
-from .index.acl import in_subtree
 from .types import Namespace
-from .write.imports import FORMAT, MEMORY_FIELDS
+from .write.imports import FORMAT, MEMORY_FIELDS, covered
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -38,17 +37,13 @@ def _line(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
 
 
-def _where(column: sa.ColumnElement[str], ns: Namespace, subtree: bool) -> sa.ColumnElement[bool]:
-    return in_subtree(column, ns) if subtree else column == ns.path
-
-
 def export_lines(engine: sa.Engine, ns: Namespace, *, subtree: bool = False,
                  as_of: datetime | None = None) -> Iterator[str]:
     """The export of ``ns`` (module doc), line by line."""
     yield _line({"kind": "header", "format": FORMAT, "namespace": ns.path, "subtree": subtree,
                  "as_of": _iso(as_of)})
     with engine.connect() as conn:
-        stmt = sa.select(*(memories.c[f] for f in MEMORY_FIELDS)).where(_where(memories.c.namespace, ns, subtree))
+        stmt = sa.select(*(memories.c[f] for f in MEMORY_FIELDS)).where(covered(memories.c.namespace, ns, subtree))
         if as_of is not None:
             stmt = stmt.where(memories.c.t_valid_from <= as_of, memories.c.erased_at.is_(None),
                               sa.or_(memories.c.t_valid_to.is_(None), memories.c.t_valid_to > as_of))
@@ -61,15 +56,15 @@ def export_lines(engine: sa.Engine, ns: Namespace, *, subtree: bool = False,
         for entity_id, alias in conn.execute(sa.select(entity_aliases.c.entity_id, entity_aliases.c.alias)):
             aliases.setdefault(entity_id, []).append(alias)
         for row in conn.execute(sa.select(entities.c.id, entities.c.namespace, entities.c.name)
-                                .where(_where(entities.c.namespace, ns, subtree))
+                                .where(covered(entities.c.namespace, ns, subtree))
                                 .order_by(entities.c.namespace, entities.c.name)):
             yield _line({"kind": "entity", "namespace": row.namespace, "name": row.name,
                          "aliases": sorted(aliases.get(row.id, []))})
         if as_of is None:  # concepts keep no history: they have no past to export
             for row in conn.execute(sa.select(concepts.c.namespace, concepts.c.path, concepts.c.content)
-                                    .where(_where(concepts.c.namespace, ns, subtree))
+                                    .where(covered(concepts.c.namespace, ns, subtree))
                                     .order_by(concepts.c.namespace, concepts.c.path)):
                 yield _line({"kind": "concept", "namespace": row.namespace, "path": row.path, "content": row.content})
         for row in conn.execute(sa.select(policies.c.namespace, policies.c.policy)
-                                .where(_where(policies.c.namespace, ns, subtree)).order_by(policies.c.namespace)):
+                                .where(covered(policies.c.namespace, ns, subtree)).order_by(policies.c.namespace)):
             yield _line({"kind": "policy", "namespace": row.namespace, "policy": row.policy})

@@ -50,7 +50,9 @@ def list_tokens(ns: Optional[str] = typer.Option(None, "--ns", help="Only this n
 
     server = remote_operations()
     if server is not None:  # the admin token's namespace and below
-        rows = [p for p in server.list_tokens() if ns is None or p.namespace == ns or p.namespace.startswith(ns + "/")]
+        from ..auth.rights import within
+
+        rows = [p for p in server.list_tokens() if ns is None or within(p.namespace, ns)]
     else:
         rows = store("token list").list_tokens(ns)
     if as_json:

@@ -34,16 +34,15 @@ def effective_policy(conn: Connection, ns: Namespace) -> Policy:
 
 
 def expiries(own: list[Policy], ns: Namespace, now: datetime) -> tuple[tuple[str, datetime], ...]:
-    """(namespace, instant) for each namespace of ``ns``'s lineage with a ttl in effect there: its
-    memories valid from before the instant have expired (index.acl.Scope.expired)."""
-    by_namespace = {p.namespace: p for p in own}
-    ttl, out = None, []
-    for name in ns.lineage():  # root first: a nearer ttl (or never) overrides a farther one
-        here = by_namespace.get(name)
-        if here is not None and here.ttl:
-            ttl = ttl_span(here.ttl)
-        if ttl is not None:
-            out.append((name, now - ttl))
+    """(namespace, instant) for each namespace of ``ns``'s lineage with a ttl in effect there (its
+    effective policy's, the one inheritance rule: Policy.merged): its memories valid from before the
+    instant have expired (index.acl.Scope.expired). ``own``: the lineage's own policies, root first."""
+    out = []
+    for name in ns.lineage():
+        above = Namespace(name).lineage()
+        ttl = effective_of([p for p in own if p.namespace in above]).ttl
+        if ttl:
+            out.append((name, now - ttl_span(ttl)))
     return tuple(out)
 
 

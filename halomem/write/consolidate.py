@@ -107,15 +107,10 @@ def word_overlap(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
-def is_near_copy(cosine: float, overlap: float, floor: float, same: bool = True) -> bool:
-    """The calibrated rule (module doc): near in meaning and in words, stating the same facts."""
-    return same and cosine >= floor + NEAR_COSINE * (1.0 - floor) and overlap >= NEAR_WORDS
-
-
 def nearly_copies(cosine: float, text: str, other: str, floor: float,
                   known: tuple[frozenset[str], frozenset[str]] | None = None) -> bool:
-    """``is_near_copy`` for two texts, cheapest test first (meaning, then words, then facts);
-    ``known``: both texts' ``words`` when the caller has them already."""
+    """The calibrated rule (module doc): near in meaning and in words, stating the same facts,
+    cheapest test first; ``known``: both texts' ``words`` when the caller has them already."""
     if cosine < floor + NEAR_COSINE * (1.0 - floor):
         return False
     mine, theirs = known or (words(text), words(other))

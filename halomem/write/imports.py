@@ -18,6 +18,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from .. import audit
 from ..db.schema import concepts, entities, entity_aliases, memories, passages, policies
 from ..embed.passages import embed_memories
+from ..auth.rights import within
 from ..errors import ConflictError, InvalidInputError, PermissionDeniedError
 from ..index.acl import in_subtree
 from ..policy.model import parse_policy
@@ -59,13 +60,18 @@ def _records(lines: Iterable[bytes | str]) -> tuple[dict[str, Any], list[dict[st
     return header, records
 
 
+def covered(column: sa.ColumnElement[str], root: Namespace, subtree: bool) -> sa.ColumnElement[bool]:
+    """The rows an export of ``root`` (with ``subtree``: and below) holds, as SQL (portable exports them)."""
+    return in_subtree(column, root) if subtree else column == root.path
+
+
 def _check(record: dict[str, Any], root: Namespace, subtree: bool) -> Namespace:
     """The record's namespace, refused outside what the export's header names."""
     try:
         ns = Namespace(str(record.get("namespace")))
     except (ValueError, InvalidInputError):
         raise InvalidInputError(f"line {record['line']}: malformed namespace") from None
-    if not (ns.path == root.path or (subtree and ns.path.startswith(root.path + "/"))):
+    if not (within(ns, root) if subtree else ns.path == root.path):
         raise InvalidInputError(f"line {record['line']}: namespace {ns} is outside the export's {root}")
     return ns
 
@@ -103,8 +109,7 @@ def _load(engine: sa.Engine, embedder: Any, root: Namespace, subtree: bool, reco
     with engine.begin() as conn:
         existing = {row.id: row for row in conn.execute(  # an id elsewhere: the insert's conflict says so
             sa.select(*(memories.c[f] for f in MEMORY_FIELDS)).where(
-                in_subtree(memories.c.namespace, root) if subtree else memories.c.namespace == root.path,
-                memories.c.id.in_([r["id"] for r in rows])))}
+                covered(memories.c.namespace, root, subtree), memories.c.id.in_([r["id"] for r in rows])))}
         new = []
         for r in rows:
             have = existing.get(r["id"])
@@ -198,7 +203,7 @@ def _memory(r: dict[str, Any]) -> dict[str, Any]:
 def _same(have: Any, given: Any) -> bool:
     if isinstance(have, datetime):
         return given is not None and have == datetime.fromisoformat(given)
-    return (have if have is not None else None) == (given if given is not None else None)
+    return have == given
 
 
 def _entities(conn: sa.Connection, records: list[dict[str, Any]]) -> int:

@@ -14,7 +14,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from ..db.schema import memories
-from ..policy.store import expiries, list_policies
+from ..policy.model import ttl_span
+from ..policy.store import effective_of, list_policies
 from ..types import Namespace
 
 BATCH = 1000  # rows one transaction closes
@@ -33,11 +34,12 @@ def expire(engine: sa.Engine, writer: Any, *, now: datetime | None = None,
     closed: dict[str, int] = {}
     for name in sorted(holding):
         ns = Namespace(name)
-        lineage = set(ns.lineage())
-        cutoff = dict(expiries([p for p in own if p.namespace in lineage], ns, now)).get(name)
-        if cutoff is None:
+        lineage = ns.lineage()
+        ttl = effective_of([p for p in own if p.namespace in lineage]).ttl  # own: by namespace, roots first
+        if not ttl:
             continue
-        lived = now - cutoff
+        lived = ttl_span(ttl)
+        cutoff = now - lived
         while True:
             with engine.connect() as conn:
                 ids = conn.execute(sa.select(memories.c.id).where(
@@ -45,18 +47,9 @@ def expire(engine: sa.Engine, writer: Any, *, now: datetime | None = None,
                     memories.c.t_valid_from < cutoff).limit(BATCH)).scalars().all()
             if not ids:
                 break
-            done = writer.retire(ns, ids, reason=f"ttl {_ttl_text(own, ns)}", request_id=request_id, lived=lived)
+            done = writer.retire(ns, ids, reason=f"ttl {ttl}", request_id=request_id, lived=lived)
             closed[name] = closed.get(name, 0) + len(done)
             if not done:
                 break
     return closed
 
-
-def _ttl_text(own: list[Any], ns: Namespace) -> str:
-    """The ttl in effect for ``ns`` as it was set (the nearest of its lineage)."""
-    text = "?"
-    for name in ns.lineage():
-        here = next((p for p in own if p.namespace == name and p.ttl), None)
-        if here is not None:
-            text = here.ttl
-    return text
