@@ -13,7 +13,8 @@ ENV_PREFIX = "HALOMEM_"
 DEFAULT_RETENTION_DAYS = 30.0  # how long a search's query text is kept for replay (audit.seen)
 KEYS = ("home", "database_url", "read_database_url", "embedder", "ns", "sidecar_url", "isolate", "driver_deadline_ms",
         "driver_memory_mb", "embedder_model", "embedder_url", "embedder_api_key_env", "embedder_dim", "embedder_batch",
-        "embedder_concurrency", "embedder_timeout_s", "embedder_retries")
+        "embedder_concurrency", "embedder_timeout_s", "embedder_retries", "llm_url", "llm_model", "llm_timeout_s",
+        "llm_retries", "llm_tokens_per_day")
 
 
 def default_home() -> Path:
@@ -45,12 +46,34 @@ class Settings:
     embedder_concurrency: int | str | None = None
     embedder_timeout_s: float | str | None = None
     embedder_retries: int | str | None = None
+    # formation's chat model (formation.chat_model): an OpenAI-compatible base URL and model; its key
+    # is HALOMEM_LLM_API_KEY in the environment, never a setting
+    llm_url: str | None = None
+    llm_model: str | None = None
+    llm_timeout_s: float | str | None = None
+    llm_retries: int | str | None = None
+    llm_tokens_per_day: int | str | None = None  # each namespace's model tokens a day (default 200,000)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "home", Path(self.home).expanduser())  # a str from library callers too
 
     def with_overrides(self, **flags: Any) -> "Settings":
         return replace(self, **{k: v for k, v in flags.items() if v is not None})
+
+
+def number_setting(settings: Any, key: str, kind: type, default: Any, low: float) -> Any:
+    """A numeric setting (it may come as text from the environment), at least ``low``, else ``default``
+    when unset; ConfigError naming the key otherwise."""
+    raw = getattr(settings, key, None)
+    if raw in (None, ""):
+        return default
+    try:
+        value = kind(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key} must be a number, got {raw!r}") from None
+    if value < low:
+        raise ConfigError(f"{key} must be at least {low}, got {raw!r}")
+    return value
 
 
 def _from_file(path: Path) -> dict[str, Any]:

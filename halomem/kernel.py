@@ -88,6 +88,8 @@ class Kernel:
         """Release database connections and driver workers (the embedded server stops when its last
         user exits)."""
         close_drivers(self.registry)
+        if getattr(self, "_chat_model", None) is not None:
+            self._chat_model.close()
         self.record_audit_head()
         if self.reader_engine is not None:
             self.reader_engine.dispose()
@@ -145,17 +147,63 @@ class Kernel:
         return self._ingest_rows(namespace(ns), rows, bad, path.name, progress, on_parsed, request_id, on_write)
 
     def ingest_bytes(self, ns: str | Namespace, raw: bytes, *, fmt: str = "jsonl", skip_bad: bool = False,
-                     label: str = "body", request_id: str | None = None, **progress: Any) -> IngestReport:
+                     label: str = "body", request_id: str | None = None, extract: bool = False,
+                     **progress: Any) -> IngestReport:
         """``ingest`` for a file already in memory (an HTTP body, stdin): records (jsonl, csv) or the
-        turns of conversations (chat: intake.chat)."""
+        turns of conversations (chat: intake.chat); ``extract``: then the chat model's facts from each
+        session with new turns (formation), the turns stored first whatever it does."""
+        if extract and fmt != "chat":
+            raise InvalidInputError("extract is for conversations (format chat)")
+        model = self.chat_model() if extract else None  # refused before anything is written when unset
         if fmt == "chat":
             from .intake.chat import parse_chat
 
             rows, bad = parse_chat(raw, label, skip_bad)
         else:
             rows, bad = parse_ingest_bytes(raw, fmt, skip_bad, label=label)
-        return self._ingest_rows(namespace(ns), rows, bad, label, progress.get("progress"), progress.get("on_parsed"),
-                                 request_id, progress.get("on_write"))
+        request_id = request_id or new_request_id()
+        report = self._ingest_rows(namespace(ns), rows, bad, label, progress.get("progress"),
+                                   progress.get("on_parsed"), request_id, progress.get("on_write"))
+        if model is None:
+            return report
+        from .formation.run import sessions_to_extract
+
+        return replace(report, extraction=self._form(namespace(ns), model, sessions_to_extract(
+            self.engine, namespace(ns), rows, report.items), request_id))
+
+    def extract(self, ns: str | Namespace, *, retry: bool = False, sessions: Sequence[str] = (),
+                request_id: str | None = None) -> Any:
+        """Extract facts from stored sessions: those whose last extraction failed (``retry``) and
+        those named; returns a results.Extraction."""
+        from .formation.run import failed_sessions, stored_sessions
+
+        ns = namespace(ns)
+        model = self.chat_model()
+        chosen = (failed_sessions(self.engine, ns) if retry else []) + stored_sessions(self.engine, ns, sessions)
+        return self._form(ns, model, chosen, request_id or new_request_id())
+
+    def model_usage(self, ns: str | Namespace, days: float = 7.0) -> list[dict[str, Any]]:
+        """Model calls and tokens per namespace (``ns`` and below) and UTC day, over the last ``days``."""
+        from datetime import timedelta
+
+        from .audit.usage import usage
+
+        since = datetime.now(timezone.utc) - timedelta(days=days)
+        with self.engine.connect() as conn:
+            return usage(conn, namespace(ns).path, since)
+
+    def _form(self, ns: Namespace, model: Any, sessions: Sequence[Any], request_id: str) -> Any:
+        from .formation.extract import Formation
+
+        return Formation(self, model, ns, request_id).run(sessions)
+
+    def chat_model(self) -> Any:
+        """Formation's chat model (formation.chat_model), made once; InvalidInputError when none is set."""
+        if getattr(self, "_chat_model", None) is None:
+            from .formation.chat_model import chat_model
+
+            self._chat_model = chat_model(self.settings)
+        return self._chat_model
 
     def _ingest_rows(self, ns: Namespace, rows: list, bad: list[tuple[int, str]], label: str,
                      progress: Callable[[int], None] | None, on_parsed: Callable[[int], None] | None,

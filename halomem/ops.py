@@ -19,9 +19,9 @@ from .db.replicas import Consistency
 from .errors import DriverError, HalomemError, InvalidInputError, NotFoundError, PermissionDeniedError
 from .kernel import Kernel
 from .instants import check_days
-from .limits import MAX_AUDIT_ROWS, MAX_REASON_CHARS, check_id, check_seq, check_text, namespace
+from .limits import MAX_AUDIT_ROWS, MAX_REASON_CHARS, MAX_SOURCE_CHARS, check_id, check_seq, check_text, namespace
 from .policy import Policy
-from .results import (ConceptStored, EntityAdded, Erased, Feedback, IngestReport, MemoryRow, NewMemory, Page, Replay,
+from .results import (ConceptStored, EntityAdded, Erased, Extraction, Feedback, IngestReport, MemoryRow, NewMemory, Page, Replay,
                       SearchResult, WhoSaw)
 from .types import Namespace, ScoredRef
 from .embed import Embedder
@@ -183,10 +183,24 @@ class Operations:
         return self._run("remember", WRITE, lambda ns, rid: self.kernel.remember_many(ns, items, request_id=rid))
 
     def ingest_bytes(self, raw: bytes, *, fmt: str = "jsonl", skip_bad: bool = False,
-                     label: str = "body.jsonl", **progress: Any) -> IngestReport:
-        """Records (jsonl, csv) or conversations (chat) already in memory (a body, stdin)."""
+                     label: str = "body.jsonl", extract: bool = False, **progress: Any) -> IngestReport:
+        """Records (jsonl, csv) or conversations (chat) already in memory (a body, stdin); ``extract``:
+        the chat model's facts from the conversations too (formation)."""
         return self._run("ingest", WRITE, lambda ns, rid: self.kernel.ingest_bytes(
-            ns, raw, fmt=fmt, skip_bad=skip_bad, label=label, request_id=rid, **progress))
+            ns, raw, fmt=fmt, skip_bad=skip_bad, label=label, request_id=rid, extract=extract, **progress))
+
+    def extract(self, *, retry: bool = False, sessions: Sequence[str] = ()) -> Extraction:
+        """Facts from stored conversations: sessions whose extraction failed (``retry``), and those named."""
+        names = [check_text(s, "session", MAX_SOURCE_CHARS) for s in sessions]
+        if not retry and not names:
+            raise InvalidInputError("extract what: retry (the sessions whose extraction failed) or sessions by name")
+        return self._run("extract", WRITE, lambda ns, rid: self.kernel.extract(ns, retry=retry, sessions=names,
+                                                                                request_id=rid))
+
+    def usage(self, days: float = 7.0) -> list[dict[str, Any]]:
+        """Model calls and tokens per namespace and day, over the caller's subtree (an admin's)."""
+        check_days(days)
+        return self._run("usage", ADMIN, lambda ns, rid: self.kernel.model_usage(ns, days), kernel_audits=False)
 
     def ingest_file(self, path: Path, *, fmt: str | None = None, skip_bad: bool = False,
                     progress: Callable[[int], None] | None = None, on_parsed: Callable[[int], None] | None = None,

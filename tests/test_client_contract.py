@@ -9,7 +9,7 @@ import inspect
 
 import pytest
 
-from halomem_client import AsyncClient, Client, NotFoundError, PermissionDeniedError
+from halomem_client import AsyncClient, Client, InvalidInputError, NotFoundError, PermissionDeniedError
 from halomem_client.operations import ALSO_ROUTED, OPERATIONS
 from halomem.ops import Operations
 from tests.conftest import make_token
@@ -59,6 +59,11 @@ def _every_operation(hm: Client, admin: Client, tmp_note: bytes) -> dict:
     seen["remember_many"] = hm.remember_many([{"content": "Payroll runs on the 25th"},
                                               {"content": "The VPN is WireGuard", "source": "it"}]).written
     seen["ingest_bytes"] = hm.ingest_bytes(b'{"content": "On-call rotates weekly"}\n').written
+    try:  # this server has no chat model (tests/test_formation.py serves one): refused, clearly
+        hm.extract(retry=True)
+        raise AssertionError("extraction ran without a chat model")
+    except InvalidInputError as exc:
+        seen["extract"] = "HALOMEM_LLM_URL" in str(exc)
     seen["upload_documents"] = [w["path"] for w in hm.upload_documents([("intro.md", tmp_note)],
                                                                        root="handbook")["written"]]
     seen["add_entity"] = hm.add_entity("ArgoCD", ["argo"]).name
@@ -73,6 +78,7 @@ def _every_operation(hm: Client, admin: Client, tmp_note: bytes) -> dict:
     seen["effective_policy_admin"] = admin.effective_policy("acme/eng")["retriever"]
     seen["clear_policy"] = admin.clear_policy(None)
     seen["policy_report"] = sorted(admin.policy_report(days=1.0))
+    seen["usage"] = admin.usage(days=1.0)
     seen["audit_tail"] = bool(admin.audit_tail(n=5))
     assert {r["actor_ns"] for r in admin.audit_tail(n=50, within="acme/eng")} <= {"acme/eng"}
     try:
@@ -104,6 +110,7 @@ def test_the_sync_client_performs_every_operation(api_server, kernel):
         assert seen["get"] == "Deploys go through ArgoCD canaries" and len(seen["history"]) == 2
         assert seen["upload_documents"] == ["handbook/intro.md"] and seen["remember_many"] == 2
         assert seen["set_policy"] == "keyword" and seen["clear_policy"] is True and seen["audit_status"] is True
+        assert seen["extract"] is True and seen["usage"] == []
         assert seen["create_token"] and seen["list_tokens"] and seen["revoke_token"]
         assert '"kind":"header"' in seen["export_namespace"] and seen["import_namespace"] == 0  # all there already
         with pytest.raises(NotFoundError):

@@ -15,7 +15,7 @@ from halomem import __version__
 from tests.conftest import make_token
 
 INTEROP = Path(__file__).parent / "interop"
-ALL_TOOLS = {"search", "get", "recent", "history", "whoami", "entities", "concepts", "remember", "remember_many",
+ALL_TOOLS = {"search", "get", "recent", "history", "whoami", "entities", "concepts", "remember", "remember_many", "remember_conversation",
              "supersede", "erase", "feedback"}
 
 

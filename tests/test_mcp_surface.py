@@ -14,7 +14,7 @@ from tests.conftest import make_token
 from tests.mcp_client import McpSession
 
 READ_TOOLS = {"search", "get", "recent", "history", "entities", "concepts"}
-WRITE_TOOLS = {"remember", "remember_many", "supersede", "erase"}
+WRITE_TOOLS = {"remember", "remember_many", "remember_conversation", "supersede", "erase"}
 
 
 @pytest.fixture()

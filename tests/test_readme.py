@@ -5,6 +5,7 @@ HALOMEM_URL and HALOMEM_TOKEN (the frameworks') gets a live server and a token o
 README says; the JavaScript one imports the TypeScript client built from clients/typescript."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -48,6 +49,21 @@ def _typescript_client(scratch: Path) -> None:
     (package / "package.json").write_bytes((TYPESCRIPT / "package.json").read_bytes())
 
 
+@pytest.fixture()
+def readme_llm():
+    """A model that answers like a small local one would: each turn a fact, each update an add."""
+    from tests.scripted_llm import Reply, ScriptedLLM, turns_of
+
+    def script(request: dict, schema: str) -> Reply:
+        if schema == "halomem_facts":
+            return Reply(json.dumps({"facts": [{"content": said, "turns": [n]}
+                                               for n, said in turns_of(request).items()]}))
+        return Reply(json.dumps({"action": "add", "target": None}))
+
+    with ScriptedLLM(script) as llm:
+        yield llm
+
+
 @pytest.mark.parametrize("lang,body", blocks(), ids=ids())
 def test_readme_block_runs_as_pasted(lang, body, cli_env, request):
     scratch = Path(tempfile.mkdtemp(prefix="halomem-readme-", dir="/tmp"))
@@ -60,6 +76,9 @@ def test_readme_block_runs_as_pasted(lang, body, cli_env, request):
     env.pop("HALOMEM_DATABASE_URL", None)  # the README's examples use the embedded default
     if "HALOMEM_URL" in body and "HALOMEM_URL=" not in body:  # a framework's: the server of the block before
         env.update(_served(request))
+    if "11434" in body:  # the formation walk-through: the scripted stand-in for Ollama
+        llm = request.getfixturevalue("readme_llm")
+        body = body.replace("http://localhost:11434/v1", llm.url)
     if lang == "js":
         _typescript_client(scratch)
         (scratch / "example.mjs").write_text(body, encoding="utf-8")

@@ -23,7 +23,7 @@ LAYERS: list[set[str]] = [
      "fixtures", "ranking_metrics", "ratelimit", "relevance"},
     {"db", "embed", "retrieval"},
     {"audit", "index", "auth", "cold"},
-    {"drivers", "write", "intake", "policy", "feedback", "sandbox", "sidecar"},
+    {"drivers", "write", "intake", "formation", "policy", "feedback", "sandbox", "sidecar"},
     {"planning", "search", "eval"},
     {"mounts", "kernel", "portable"},
     {"admission", "ops", "pipeline", "remote", "conformance", "backup"},

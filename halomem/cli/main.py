@@ -27,12 +27,14 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "conformance": ("conformance_cmds", None), "serve": ("serve_cmds", None), "mcp": ("mcp_cmds", "app"),
     "token": ("token_cmds", "app"), "reembed": ("embed_cmds", None), "maintain": ("maintain_cmds", None),
     "export": ("portable_cmds", None), "import": ("portable_cmds", None),
+    "extract": ("formation_cmds", None), "usage": ("formation_cmds", None),
 }
 # Commands whose first act is booting the kernel or the remote client (common.kernel / common.data),
 # which end start-up themselves (cli/startup.py); any other command ends it before it runs.
 BOOT_FIRST = frozenset({"init", "remember", "supersede", "erase", "history", "ingest", "search", "feedback", "eval", "namespaces",
                         "entity",
-                        "concept", "policy", "audit", "index", "drivers", "token", "serve", "mcp", "maintain", "export", "import"})
+                        "concept", "policy", "audit", "index", "drivers", "token", "serve", "mcp", "maintain", "export", "import",
+                        "extract", "usage"})
 
 
 def _root(version: bool = typer.Option(False, "--version", is_eager=True, help="Print the version and exit.")) -> None:

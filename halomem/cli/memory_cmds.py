@@ -133,15 +133,20 @@ def register(app: typer.Typer) -> None:
                                                        "with (default: the folder's own name)."),
                skip_bad: bool = typer.Option(False, "--skip-bad", help="Records: skip bad lines instead of "
                                              "refusing the file."),
+               extract: bool = typer.Option(False, "--extract", help="Conversations: then have the chat model "
+                                            "(HALOMEM_LLM_URL, HALOMEM_LLM_MODEL) extract facts from each session "
+                                            "with new turns; exit 19 if any session's extraction failed."),
                as_json: bool = JsonOption) -> None:
         """Bring knowledge in: documents (one memory per file, keyed by its path: re-running writes only
         what changed), conversations (--format chat: one memory per turn) or records (JSONL/CSV, one
         transaction)."""
         kind = _ingest_kind(paths, fmt)
+        if extract and kind != "chat":
+            raise InvalidInputError("--extract is for conversations: --format chat")
         if kind == "records":
             _ingest_records(paths[0], ns, fmt, skip_bad, as_json)
         elif kind == "chat":
-            _ingest_chat(paths, ns, skip_bad, as_json)
+            _ingest_chat(paths, ns, skip_bad, extract, as_json)
         else:
             _ingest_documents(paths, ns, fmt, include, exclude, prune, strict, dry_run, root_name, as_json)
 
@@ -161,7 +166,7 @@ def _ingest_kind(paths: List[Path], fmt: Optional[str]) -> str:
     return "documents"
 
 
-def _ingest_chat(paths: List[Path], ns: Optional[str], skip_bad: bool, as_json: bool) -> None:
+def _ingest_chat(paths: List[Path], ns: Optional[str], skip_bad: bool, extract: bool, as_json: bool) -> None:
     if len(paths) != 1:
         raise InvalidInputError("conversations (--format chat) are ingested one file at a time")
     path = paths[0]
@@ -173,7 +178,10 @@ def _ingest_chat(paths: List[Path], ns: Optional[str], skip_bad: bool, as_json: 
     with _bar(as_json) as bar:
         task = bar.add_task("embedding turns", total=None)
         report = ops.ingest_bytes(raw, fmt="chat", skip_bad=skip_bad, label=path.name if str(path) != "-" else "stdin",
-                                  on_parsed=lambda n: bar.update(task, total=n), progress=lambda n: bar.advance(task, n))
+                                  extract=extract, on_parsed=lambda n: bar.update(task, total=n),
+                                  progress=lambda n: bar.advance(task, n),
+                                  on_write=lambda: bar.update(task, description="writing turns, then extracting"
+                                                              if extract else "writing turns", total=None))
     for line, reason in report.skipped:
         err.print(f"halomem: skipped {path}:{line}: {reason}", markup=False)
     if as_json:
@@ -181,6 +189,10 @@ def _ingest_chat(paths: List[Path], ns: Optional[str], skip_bad: bool, as_json: 
     else:
         unchanged = f", {len(report.unchanged)} unchanged" if report.unchanged else ""
         out.print(f"ingested {report.written} turns into {report.namespace}{unchanged}", markup=False)
+    if report.extraction is not None:
+        from .formation_cmds import show_extraction
+
+        show_extraction(report.extraction, as_json)
 
 
 def _bar(as_json: bool):  # noqa: ANN202 - rich.progress.Progress

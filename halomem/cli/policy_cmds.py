@@ -30,6 +30,8 @@ def policy_set(ns: Optional[str] = NsOption,
                ttl: Optional[str] = typer.Option(None, "--ttl", help="How long a memory stays current: 90d, 12h, "
                                                  "2w (older ones leave present searches; `halomem maintain` closes "
                                                  "them, history kept), or never."),
+               llm_tokens_per_day: Optional[int] = typer.Option(None, "--llm-tokens-per-day", min=0, help=(
+                   "The chat model tokens extraction may spend for the namespace in a UTC day (0: none).")),
                allow_unmounted: bool = typer.Option(False, "--allow-unmounted", help="Name a driver that is not "
                                                     "installed yet (searches serve baseline until it is)."),
                as_json: bool = JsonOption) -> None:
@@ -47,8 +49,11 @@ def policy_set(ns: Optional[str] = NsOption,
         wanted["consolidate"] = consolidate
     if ttl is not None:
         wanted["ttl"] = ttl
+    if llm_tokens_per_day is not None:
+        wanted["llm_tokens_per_day"] = llm_tokens_per_day
     if not wanted:
-        raise InvalidInputError("name a facet to set: --retriever, --ab-a/--ab-b/--pct-b, --consolidate or --ttl")
+        raise InvalidInputError("name a facet to set: --retriever, --ab-a/--ab-b/--pct-b, --consolidate, --ttl or "
+                                "--llm-tokens-per-day")
     ops = data(ns)
     ops.set_policy(None, wanted, allow_unmounted=allow_unmounted)
     where = str(ops.namespace)
@@ -71,7 +76,10 @@ def policy_show(ns: Optional[str] = NsOption, as_json: bool = JsonOption) -> Non
         return
     for facet, shown in (("routing", policy.describe_routing()),
                          ("consolidate", f"near-copies: {policy.consolidation}"),
-                         ("ttl", f"ttl: {policy.ttl or 'never'}")):
+                         ("ttl", f"ttl: {policy.ttl or 'never'}"),
+                         ("llm_tokens_per_day", "model tokens a day: " + (
+                             "the server's default" if policy.llm_tokens_per_day is None
+                             else str(policy.llm_tokens_per_day)))):
         origin = policy.origin(facet)
         came = ("set here" if origin == where else "halomem's default" if origin == "default"
                 else f"inherited from {origin}")

@@ -367,6 +367,13 @@ def _v14_content_keys(conn: Connection, dim: int) -> None:
                          " WHERE t_valid_to IS NULL AND erased_at IS NULL")
 
 
+def _v16_model_calls(conn: Connection, dim: int) -> None:
+    """Formation's audit rows read by namespace and time: a namespace's tokens today (its budget),
+    usage per day, and which sessions' extraction failed (formation, audit.usage)."""
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS audit_formation_idx ON audit_log (actor_ns, at)"
+                         " WHERE action IN ('model', 'extract')")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (1, "initial schema", _v1_initial),
     (2, "select-only reader role", _v2_reader_role),
@@ -383,6 +390,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection, int], None]]] = [
     (13, "audit rows as typed records", _v13_audit_records),
     (14, "content keys for consolidation", _v14_content_keys),
     (15, "functions a dump restores", _v15_restorable_functions),
+    (16, "formation's audit rows by namespace", _v16_model_calls),
 ]
 LATEST = MIGRATIONS[-1][0]
 

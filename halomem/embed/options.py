@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -23,17 +22,10 @@ class EmbedderOptions:
 
     @classmethod
     def from_settings(cls, settings: Any) -> "EmbedderOptions":
+        from ..config import number_setting
+
         def number(key: str, kind: type, default: Any, low: float) -> Any:
-            raw = getattr(settings, key, None)
-            if raw in (None, ""):
-                return default
-            try:
-                value = kind(raw)
-            except (TypeError, ValueError):
-                raise ConfigError(f"{key} must be a number, got {raw!r}") from None
-            if value < low:
-                raise ConfigError(f"{key} must be at least {low}, got {raw!r}")
-            return value
+            return number_setting(settings, key, kind, default, low)
 
         return cls(model=getattr(settings, "embedder_model", None) or None,
                    url=getattr(settings, "embedder_url", None) or None,

@@ -48,7 +48,9 @@ class ABTest:
 
 CONSOLIDATE = ("off", "report", "skip-similar")  # what a write does about a near-copy (write.consolidate)
 DEFAULT_CONSOLIDATE = "report"
-FACETS = ("routing", "consolidate", "ttl")  # set, inherited and cleared one by one
+FACETS = ("routing", "consolidate", "ttl", "llm_tokens_per_day")  # set, inherited and cleared one by one
+KEYS = ("retriever", "ab_test", "consolidate", "ttl", "llm_tokens_per_day")  # a policy mapping's keys
+MAX_LLM_TOKENS_PER_DAY = 10**10
 NO_TTL = "never"  # a ttl that overrides an inherited one: memories stay current until superseded
 
 
@@ -71,7 +73,9 @@ class Policy:
     - ``consolidate``: off | report | skip-similar: what a write does about a near-copy of a live
       memory (report it beside the new id, the default; or write nothing and name the copy);
     - ``ttl``: a span such as ``90d`` (or ``never``): a memory of the namespace older than it leaves
-      present reads at once, and maintenance closes its validity (history and as-of keep it).
+      present reads at once, and maintenance closes its validity (history and as-of keep it);
+    - ``llm_tokens_per_day``: the chat model tokens (in and out) formation may spend for the namespace
+      in a UTC day (unset: the server's ``llm_tokens_per_day`` setting; 0: no model calls).
     """
 
     retriever: str | None = None
@@ -80,6 +84,7 @@ class Policy:
     consolidate: str | None = None
     origins: tuple[tuple[str, str], ...] = ()  # (facet, namespace it came from) of an effective policy
     ttl: str | None = None  # as set ("90d", "never"); ttl_span reads it
+    llm_tokens_per_day: int | None = None
 
     @property
     def routes(self) -> bool:
@@ -105,25 +110,28 @@ class Policy:
             out["consolidate"] = self.consolidate
         if self.ttl:
             out["ttl"] = self.ttl
+        if self.llm_tokens_per_day is not None:
+            out["llm_tokens_per_day"] = self.llm_tokens_per_day
         return out
 
     def effective_json(self, where: str) -> dict[str, Any]:
         """The one JSON shape of an effective policy (results.PolicyJSON): every facet, defaults
         included, with the namespace each came from ("default": halomem's own)."""
         origins = dict(self.origins)
-        return {**self.to_dict(), "consolidate": self.consolidation, "ttl": self.ttl or NO_TTL, "namespace": where,
+        return {**self.to_dict(), "consolidate": self.consolidation, "ttl": self.ttl or NO_TTL,
+                "llm_tokens_per_day": self.llm_tokens_per_day, "namespace": where,
                 "from": origins.get("routing", "default"),
                 "origins": {facet: origins.get(facet, "default") for facet in FACETS}}
 
     @classmethod
     def from_effective_json(cls, data: dict[str, Any]) -> "Policy":
         """An effective policy as ``effective_json`` wrote it (the remote client reads it back)."""
-        facets = {k: v for k, v in data.items() if k in ("retriever", "ab_test", "consolidate", "ttl")}
+        facets = {k: v for k, v in data.items() if k in KEYS and v is not None}
         origins = tuple(sorted((k, v) for k, v in (data.get("origins") or {}).items() if v != "default"))
         parsed = parse_policy(facets)
         source = data.get("from")
         return cls(parsed.retriever, parsed.ab_test, None if source in (None, "default") else source,
-                   parsed.consolidate, origins, None if parsed.ttl == NO_TTL else parsed.ttl)
+                   parsed.consolidate, origins, None if parsed.ttl == NO_TTL else parsed.ttl, parsed.llm_tokens_per_day)
 
     def describe_routing(self) -> str:
         """The routing in words: 'retriever graph' or 'A/B split: 75% of queries to baseline, ...'."""
@@ -136,7 +144,9 @@ class Policy:
 
     def describe(self) -> str:
         """The policy in words, for people (`policy set/show`, `policy report`)."""
-        return self.describe_routing() + f"; near-copies: {self.consolidation}" + (f"; ttl: {self.ttl}" if self.ttl else "")
+        budget = f"; model tokens a day: {self.llm_tokens_per_day}" if self.llm_tokens_per_day is not None else ""
+        return self.describe_routing() + f"; near-copies: {self.consolidation}" + (f"; ttl: {self.ttl}" if self.ttl else
+                                                                                    "") + budget
 
     def merged(self, nearer: "Policy", where: str) -> "Policy":
         """This (an ancestor's effective policy) with each facet ``nearer`` (set at ``where``) sets."""
@@ -151,7 +161,11 @@ class Policy:
         ttl = self.ttl
         if nearer.ttl:
             ttl, origins["ttl"] = (None if nearer.ttl == NO_TTL else nearer.ttl), where
-        return Policy(*routing, consolidate=consolidate, origins=tuple(sorted(origins.items())), ttl=ttl)
+        budget = self.llm_tokens_per_day
+        if nearer.llm_tokens_per_day is not None:
+            budget, origins["llm_tokens_per_day"] = nearer.llm_tokens_per_day, where
+        return Policy(*routing, consolidate=consolidate, origins=tuple(sorted(origins.items())), ttl=ttl,
+                      llm_tokens_per_day=budget)
 
 
 # a namespace with no policy of its own or inherited: the best shipped driver on the dev sets
@@ -168,12 +182,12 @@ def _driver_name(value: Any, what: str) -> str:
 def parse_policy(data: Any, namespace: str | None = None) -> Policy:
     """Validate a policy mapping (from YAML, JSON or the database): one or more facets."""
     if not isinstance(data, dict) or not data:
-        raise InvalidInputError("policy must be a mapping with 'retriever' or 'ab_test', and/or 'consolidate', 'ttl'")
+        raise InvalidInputError("policy must be a mapping with 'retriever' or 'ab_test', and/or 'consolidate', 'ttl',"
+                                " 'llm_tokens_per_day'")
     data = {("ab_test" if k == "abTest" else k): v for k, v in data.items()}
-    unknown = sorted(set(data) - {"retriever", "ab_test", "consolidate", "ttl"})
+    unknown = sorted(set(data) - set(KEYS))
     if unknown:
-        raise InvalidInputError(f"policy: unknown key(s) {', '.join(map(str, unknown))} (allowed: retriever, ab_test,"
-                                " consolidate, ttl)")
+        raise InvalidInputError(f"policy: unknown key(s) {', '.join(map(str, unknown))} (allowed: {', '.join(KEYS)})")
     if "retriever" in data and "ab_test" in data:
         raise InvalidInputError("policy must have at most one of 'retriever' or 'ab_test'")
     retriever = _driver_name(data["retriever"], "retriever") if "retriever" in data else None
@@ -187,7 +201,12 @@ def parse_policy(data: Any, namespace: str | None = None) -> Policy:
             raise InvalidInputError("policy: ttl must be a span such as 90d, 12h or 2w, or never")
         ttl = ttl.strip().lower()
         ttl_span(ttl)  # refused when malformed or beyond the limit
-    return Policy(retriever, ab_test, namespace, consolidate, ttl=ttl)
+    budget = data.get("llm_tokens_per_day")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
+                               or not 0 <= budget <= MAX_LLM_TOKENS_PER_DAY):
+        raise InvalidInputError(f"policy: llm_tokens_per_day must be a whole number of tokens, 0 to "
+                                f"{MAX_LLM_TOKENS_PER_DAY}")
+    return Policy(retriever, ab_test, namespace, consolidate, ttl=ttl, llm_tokens_per_day=budget)
 
 
 def _ab_test(t: Any) -> ABTest:

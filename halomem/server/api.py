@@ -23,7 +23,7 @@ from ..ops import Operations
 from ..pipeline import Pipeline
 from ..results import (AuditJSON, BatchJSON, ImportJSON, ChainJSON, ConceptsJSON, ConceptStoredJSON, EntitiesJSON, EntityAddedJSON,
                        AuditStatusJSON, FeedbackJSON, NamespacesJSON, PolicyReportJSON,
-                       DocumentsJSON, ErasedJSON, IngestJSON, IssuedTokenJSON, MaterializedJSON, MemoryJSON, NewMemoryJSON, PageJSON,
+                       DocumentsJSON, ErasedJSON, ExtractionJSON, IngestJSON, UsageJSON, IssuedTokenJSON, MaterializedJSON, MemoryJSON, NewMemoryJSON, PageJSON,
                        PolicyJSON, ReplayJSON, SearchJSON, SupersededJSON, TokenJSON, TokensJSON, WhoamiJSON,
                        WhoSawJSON)
 from .edge import current
@@ -65,6 +65,11 @@ class SearchIn(Closed):
 
 class BatchIn(Closed):
     memories: list[MemoryIn] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class ExtractIn(Closed):
+    retry: bool = Field(False, description="The sessions whose last extraction failed.")
+    sessions: list[str] = Field([], max_length=100, description="Stored sessions by name: extracted again.")
 
 
 class EraseIn(Closed):
@@ -110,6 +115,8 @@ class PolicyIn(Closed):
     ttl: Optional[str] = Field(None, max_length=MAX_AS_OF_CHARS, description=(
         "How long a memory stays current: a span such as 90d, 12h or 2w (older ones leave present searches and "
         "maintenance closes them, history kept), or never."))
+    llm_tokens_per_day: Optional[int] = Field(None, ge=0, le=10**10, strict=True, description=(
+        "The chat model tokens extraction may spend for the namespace in a UTC day (0: none)."))
 
 
 class TokenIn(Closed):
@@ -190,6 +197,8 @@ def build_router(pipeline: Pipeline) -> APIRouter:
     async def ingest(request: Request, skip_bad: bool = False, format: str = "jsonl",  # noqa: A002
                      name: Optional[str] = Query(None, max_length=MAX_LABEL, description=(
                          "The file's name, for the messages naming bad lines (default body.<format>).")),
+                     extract: bool = Query(False, description="Conversations (format chat): then the server's chat "
+                                           "model extracts facts from each session with new turns (extraction)."),
                      ops: Operations = Ops) -> dict[str, Any]:
         from starlette.concurrency import run_in_threadpool
 
@@ -197,8 +206,20 @@ def build_router(pipeline: Pipeline) -> APIRouter:
             raise InvalidInputError("format must be jsonl, csv or chat")
         raw = await request.body()
         label = neutralized(name) if name else f"body.{format}"
-        report = await run_in_threadpool(ops.ingest_bytes, raw, fmt=format, skip_bad=skip_bad, label=label)
+        report = await run_in_threadpool(ops.ingest_bytes, raw, fmt=format, skip_bad=skip_bad, label=label,
+                                         extract=extract)
         return report.to_dict()
+
+    @r.post("/memories:extract", summary="Have the chat model extract facts from stored conversations again: the "
+            "sessions whose extraction failed, or named ones", responses={**shape(ExtractionJSON), **problems(409)})
+    def extract(body: ExtractIn, ops: Operations = Ops) -> dict[str, Any]:
+        return ops.extract(retry=body.retry, sessions=body.sessions).to_dict()
+
+    @r.get("/usage", summary="The chat model's calls and tokens per namespace (the caller's and below) and day "
+           "(admin)", responses=shape(UsageJSON))
+    def usage(days: float = Query(7.0, gt=0, le=MAX_DAYS, description="The window, in days."),
+              ops: Operations = Ops) -> dict[str, Any]:
+        return {"usage": ops.usage(days)}
 
     @r.post("/documents", status_code=201, summary="Ingest documents (multipart upload; each part's file name is "
             "its path under the root): one memory per file, re-run safely",

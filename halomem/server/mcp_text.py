@@ -88,6 +88,19 @@ def written_many(batch: Mapping[str, Any]) -> str:
     return line
 
 
+def conversation(report: Mapping[str, Any]) -> str:
+    """A conversation kept: turns written, and what extraction formed (or why it failed)."""
+    lines = [f"Kept {report['written']} new turns in {report['namespace']} ({len(report['unchanged'])} already kept)."]
+    extraction = report.get("extraction")
+    if extraction:
+        for done in extraction["extracted"]:
+            lines.append(f"Session {done['session']}: {len(done['facts'])} facts written ("
+                         + ", ".join(done["facts"]) + f"), {len(done['superseded'])} superseding older ones.")
+        for failed in extraction["failed"]:
+            lines.append(f"Session {failed['session']}: extraction failed ({failed['kind']}): {failed['reason']}")
+    return "\n".join(lines)
+
+
 def erased(done: Mapping[str, Any]) -> str:
     more = len(done["versions"]) - 1
     versions = f" and {more} earlier version{'s' if more != 1 else ''}" if more > 0 else ""

@@ -27,7 +27,7 @@ from ..limits import (MAX_AS_OF_CHARS, MAX_BATCH, MAX_KEYS, MAX_BUDGET, MAX_CONT
 from ..ops import Operations
 from ..pipeline import Pipeline, Request
 from ..results import (SCORE_DIGITS, BatchJSON, ChainJSON, ConceptsJSON, EntitiesJSON, ErasedJSON, FeedbackJSON,
-                       MemoryJSON,
+                       IngestJSON, MemoryJSON,
                        NewMemoryJSON, PageJSON, SearchJSON, SupersededJSON, WhoamiJSON)
 from . import mcp_text
 from .edge import current
@@ -139,7 +139,8 @@ MCP_METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call", "reso
                          "logging/setLevel"})
 # which scope each tool needs (whoami: none); tools/list offers a token only what it may call
 TOOL_SCOPES = {"search": READ, "get": READ, "recent": READ, "history": READ, "entities": READ, "concepts": READ,
-               "remember": WRITE, "remember_many": WRITE, "supersede": WRITE, "erase": WRITE, "whoami": None,
+               "remember": WRITE, "remember_many": WRITE, "remember_conversation": WRITE, "supersede": WRITE,
+               "erase": WRITE, "whoami": None,
                "feedback": READ}  # it judges what a search returned: whoever may search
 READS = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 ADDS = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
@@ -165,6 +166,13 @@ class MemoryItem(BaseModel):
     model_config = ConfigDict(extra="forbid")
     content: Content
     source: Source = None
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: Annotated[str, Field(max_length=100, pattern=TEXT, description="user, assistant, or a speaker's role.")]
+    content: Content
+    name: Annotated[Optional[str], Field(None, max_length=100, pattern=TEXT, description="Who said it.")] = None
 
 
 def answer(structured: Any, text: str) -> CallToolResult:
@@ -289,6 +297,21 @@ def build_mcp(kernel: Kernel, pipeline: Pipeline, *, http: bool = False, stdio_t
         report = await call(lambda ops: ops.remember_many([m.model_dump(exclude_none=True) for m in memories]))
         batch = report.to_batch_dict()
         return answer(batch, mcp_text.written_many(batch))
+
+    @mcp.tool(title="Remember a conversation", annotations=ADDS, description=(
+        "Keep a conversation: each message becomes a memory of the session (read in order beside its "
+        "neighbours), written once however often it is sent. With extract, the server's chat model also forms "
+        "self-contained facts from it (each naming the turns it rests on) and updates older facts through "
+        "supersede; `extraction` says what it formed, or why it failed (the turns are kept either way)."))
+    async def remember_conversation(
+            messages: Annotated[list[Message], Field(min_length=1, max_length=MAX_BATCH, description="The turns, in order.")],
+            session: Annotated[str, Field(max_length=100, pattern=TEXT, description="The conversation's name.")],
+            extract: Annotated[bool, Field(strict=True, description="Have the chat model extract facts too.")] = False,
+            ) -> Annotated[CallToolResult, IngestJSON]:
+        body = json.dumps({"session": session, "messages": [m.model_dump(exclude_none=True) for m in messages]})
+        report = (await call(lambda ops: ops.ingest_bytes(body.encode("utf-8"), fmt="chat", label="conversation",
+                                                          extract=extract))).to_dict()
+        return answer(report, mcp_text.conversation(report))
 
     @mcp.tool(title="Supersede", annotations=ADDS, description=(
         "Replace a memory whose fact changed: the old version's validity ends and the new one is linked into its "

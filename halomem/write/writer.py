@@ -58,6 +58,11 @@ def _redone_after_a_swap(method: Callable[..., T]) -> Callable[..., T]:
     return run
 
 
+# the live-or-closed facts of a namespace formed from any of the given turns (formation's provenance)
+_DERIVED = sa.text("SELECT id FROM memories WHERE namespace = :ns AND erased_at IS NULL"
+                   " AND provenance -> 'turn_ids' ?| CAST(:ids AS text[])")
+
+
 class Writer:
     def __init__(self, engine: sa.Engine, embedders: ActiveEmbedder) -> None:
         self.engine = engine
@@ -196,14 +201,17 @@ class Writer:
               request_id: str | None = None) -> list[str]:
         """Remove content and vector for good; keep a content-free tombstone and an audit row. With
         ``chain``, every version of ``memory_id``'s supersedence chain in one transaction (an erased
-        head would otherwise leave its earlier values readable in history and as-of). Returns the
-        ids erased now."""
+        head would otherwise leave its earlier values readable in history and as-of). The facts a
+        chat model formed from an erased turn (formation: provenance ``turn_ids``) are erased with
+        it: what was said is gone from what was made of it too. Returns the ids erased now."""
         with self.engine.begin() as conn:
             row = IndexReader(conn).fetch(Scope(ns), [memory_id], live=False).get(memory_id)
             if row is None or row.namespace != ns.path:
                 raise NotFoundError(f"no memory {memory_id!r} in namespace {ns}")
             ids = [r.id for r in IndexReader(conn).history(Scope(ns), memory_id) if r.namespace == ns.path] \
                 if chain else [memory_id]
+            derived = sorted(conn.execute(_DERIVED, {"ns": ns.path, "ids": ids}).scalars())
+            ids += derived
             targets = sorted(conn.execute(  # lock the rows, and take them out of the lexicon while they have content
                 sa.select(memories.c.id).where(
                     memories.c.id.in_(ids), memories.c.namespace == ns.path, memories.c.erased_at.is_(None))
@@ -226,7 +234,9 @@ class Writer:
             forget_notes(conn, targets)  # and so may a note left on one
             record = {"outcome": "ok", "id": memory_id, "reason": reason[:AUDITED_REASON_CHARS]}
             if chain:
-                record["chain"] = targets
+                record["chain"] = [t for t in targets if t not in derived]
+            if derived:
+                record["derived"] = derived
             audit.append(conn, ns.path, "erase", record, request_id or new_request_id())
         return targets
 

@@ -174,6 +174,8 @@ PROBLEM_TYPE_PREFIX = "urn:halomem:problem:"
 REPLAY_DIFFERS_EXIT = 17
 # not an error: `eval --fail-if-worse D` ran, and D is significantly worse than baseline
 EVAL_WORSE_EXIT = 18
+# not an error: the turns were stored, but some sessions' extraction failed (`halomem extract --retry`)
+EXTRACTION_FAILED_EXIT = 19
 
 EXIT_CODES: dict[int, str] = {
     0: "success",
@@ -182,6 +184,8 @@ EXIT_CODES: dict[int, str] = {
     **{cls.exit_code: cls.kind for cls in ERROR_CLASSES if cls not in (PayloadTooLargeError, MethodNotAllowedError)},
     REPLAY_DIFFERS_EXIT: "audit replay: the search answers differently now (the diff is printed)",
     EVAL_WORSE_EXIT: "eval --fail-if-worse: that driver is significantly worse than baseline",
+    EXTRACTION_FAILED_EXIT: "ingest --extract, extract: some sessions' extraction failed (their turns are stored; "
+                            "halomem extract --retry)",
     130: "interrupted (Ctrl-C)",
     143: "stopped by SIGTERM (after a clean shutdown)",
 }

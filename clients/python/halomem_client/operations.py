@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any, Callable, Sequence
 from urllib.parse import quote
 
-from .results import (ConceptStored, EntityAdded, Erased, Feedback, IngestReport, MemoryRow, NewMemory, Page, Replay,
+from .results import (ConceptStored, EntityAdded, Erased, Extraction, Feedback, IngestReport, MemoryRow, NewMemory, Page, Replay,
                       SearchResult, WhoSaw)
 
 OWN_NAMESPACE = "\x00own"  # a path segment the client fills in with its token's namespace (asked once)
@@ -126,11 +126,25 @@ def erase(memory_id: str, *, reason: str = "", chain: bool = False) -> Call:
                 read=Erased.from_dict)
 
 
-def ingest_bytes(raw: bytes, *, fmt: str = "jsonl", skip_bad: bool = False, label: str = "body.jsonl") -> Call:
-    """A JSONL, CSV or chat body, all or nothing (``skip_bad``: write the good lines, list the bad)."""
+def ingest_bytes(raw: bytes, *, fmt: str = "jsonl", skip_bad: bool = False, label: str = "body.jsonl",
+                 extract: bool = False) -> Call:
+    """A JSONL, CSV or chat body, all or nothing (``skip_bad``: write the good lines, list the bad);
+    ``extract``: a chat body's facts extracted by the server's chat model too."""
     return Call("POST", "/v1/memories:ingest", content=raw,
-                params=[("skip_bad", _flag(skip_bad)), ("format", fmt), ("name", label)],
+                params=[("skip_bad", _flag(skip_bad)), ("format", fmt), ("name", label)]
+                + ([("extract", "true")] if extract else []),
                 content_type="text/csv" if fmt == "csv" else "application/x-ndjson", read=IngestReport.from_dict)
+
+
+def extract(*, retry: bool = False, sessions: Sequence[str] = ()) -> Call:
+    """Facts from stored conversations again: the sessions whose extraction failed, or named ones."""
+    return Call("POST", "/v1/memories:extract", json={"retry": retry, "sessions": list(sessions)},
+                read=Extraction.from_dict)
+
+
+def usage(days: float = 7.0) -> Call:
+    """The chat model's calls and tokens per namespace and day (admin; UsageJSON rows)."""
+    return Call("GET", "/v1/usage", params=[("days", repr(float(days)))], read=lambda data: data["usage"])
 
 
 def upload_documents(files: Sequence[tuple[str, bytes]], *, root: str, fmt: str | None = None, prune: bool = False,
@@ -252,6 +266,8 @@ OPERATIONS: tuple[Operation, ...] = (
     _op(supersede, "POST", "/v1/memories/{memory_id}/supersede"),
     _op(erase, "POST", "/v1/memories/{memory_id}/erase"),
     _op(ingest_bytes, "POST", "/v1/memories:ingest"),
+    _op(extract, "POST", "/v1/memories:extract"),
+    _op(usage, "GET", "/v1/usage"),
     _op(upload_documents, "POST", "/v1/documents", in_process=False),
     _op(add_entity, "POST", "/v1/entities"),
     _op(put_concept, "PUT", "/v1/concepts/{path}"),

@@ -166,6 +166,41 @@ class RowOutcomeJSON(TypedDict, total=False):
     similar: list[SimilarJSON]
 
 
+class SessionExtractedJSON(TypedDict):
+    session: str
+    facts: list[str]  # the facts written, by id (each one's provenance names the session and its turns)
+    superseded: list[SupersedePairJSON]  # the model's updates: the old fact's validity closed, history kept
+    unchanged: int  # facts the memory already held (the same text, or the model judged them repeated)
+    refused: list[str]  # why each refused fact was refused (a turn the session does not have, ...)
+    calls: int  # model calls it took
+    tokens_in: int
+    tokens_out: int
+
+
+class SessionFailedJSON(TypedDict):
+    session: str
+    kind: str  # budget | malformed | timeout | unreachable | http-<status> | oversized | ...
+    reason: str  # in words; the session's turns are stored all the same (`halomem extract --retry`)
+
+
+class ExtractionJSON(TypedDict):
+    extracted: list[SessionExtractedJSON]
+    failed: list[SessionFailedJSON]
+
+
+class UsageDayJSON(TypedDict):
+    namespace: str
+    day: str  # UTC, YYYY-MM-DD
+    calls: int
+    failed: int  # calls that gave no usable answer (failed or malformed)
+    tokens_in: int
+    tokens_out: int
+
+
+class UsageJSON(TypedDict):
+    usage: list[UsageDayJSON]
+
+
 class IngestJSON(TypedDict):
     written: int
     namespace: str
@@ -175,6 +210,7 @@ class IngestJSON(TypedDict):
     request_id: Optional[str]
     skipped: list[SkippedJSON]
     items: list[RowOutcomeJSON]  # one per row written or not, in order (write.bulk)
+    extraction: Optional[ExtractionJSON]  # conversations with extract: what the chat model formed (formation)
 
 
 class DocumentWrittenJSON(TypedDict, total=False):
@@ -223,9 +259,11 @@ class ABTestJSON(TypedDict):
 
 
 # "from": the namespace the routing comes from ("default": none set), a keyword in Python; "origins":
-# where each facet (routing, consolidate, ttl) comes from; "ttl": a span such as 90d, or never
+# where each facet (routing, consolidate, ttl, llm_tokens_per_day) comes from; "ttl": a span such as 90d,
+# or never; "llm_tokens_per_day": null is the server's default budget
 PolicyJSON = TypedDict("PolicyJSON", {"retriever": str, "ab_test": ABTestJSON, "consolidate": str, "ttl": str,
-                                      "namespace": str, "from": str, "origins": dict[str, str]}, total=False)
+                                      "llm_tokens_per_day": Optional[int], "namespace": str, "from": str,
+                                      "origins": dict[str, str]}, total=False)
 
 
 class ImportJSON(TypedDict):
@@ -489,24 +527,75 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)  # rows already live with that content (their ids)
     superseded: list[tuple[str, str]] = field(default_factory=list)  # (old id, new id) for changed keys
     items: list[Any] = field(default_factory=list)  # one outcome per row (write.bulk.Outcome or its dict)
+    extraction: "Extraction | None" = None  # conversations ingested with extract (formation)
 
     def to_dict(self) -> IngestJSON:
         return {"written": self.written, "namespace": self.namespace, "ids": self.ids, "unchanged": self.unchanged,
                 "superseded": [{"old": old, "new": new} for old, new in self.superseded],
                 "request_id": self.request_id, "skipped": [{"line": n, "reason": why} for n, why in self.skipped],
-                "items": [o if isinstance(o, dict) else o.to_dict() for o in self.items]}
+                "items": [o if isinstance(o, dict) else o.to_dict() for o in self.items],
+                "extraction": self.extraction.to_dict() if self.extraction is not None else None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "IngestReport":
         """An ingest's answer (``to_dict``) or a remember_many's (``to_batch_dict``)."""
+        extraction = data.get("extraction")
         return cls(data["written"], [(s["line"], s["reason"]) for s in data.get("skipped", [])], data["ids"],
                    data["namespace"], data.get("request_id"), data.get("unchanged", []),
-                   [(s["old"], s["new"]) for s in data.get("superseded", [])], data.get("items", []))
+                   [(s["old"], s["new"]) for s in data.get("superseded", [])], data.get("items", []),
+                   Extraction.from_dict(extraction) if extraction is not None else None)
 
     def to_batch_dict(self) -> BatchJSON:
         """The shape of a remember_many answer (REST, MCP, the client)."""
         return {"written": self.written, "ids": self.ids, "namespace": self.namespace, "request_id": self.request_id,
                 "items": [o if isinstance(o, dict) else o.to_dict() for o in self.items]}
+
+
+@dataclass
+class SessionExtracted:  # not frozen: extraction tallies a session into it as it goes
+    session: str
+    facts: list[str] = field(default_factory=list)
+    superseded: list[tuple[str, str]] = field(default_factory=list)
+    unchanged: int = 0
+    refused: list[str] = field(default_factory=list)
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+    def to_dict(self) -> SessionExtractedJSON:
+        return {"session": self.session, "facts": list(self.facts),
+                "superseded": [{"old": old, "new": new} for old, new in self.superseded], "unchanged": self.unchanged,
+                "refused": list(self.refused), "calls": self.calls, "tokens_in": self.tokens_in,
+                "tokens_out": self.tokens_out}
+
+
+@dataclass(frozen=True)
+class SessionFailed:
+    session: str
+    kind: str
+    reason: str
+
+    def to_dict(self) -> SessionFailedJSON:
+        return {"session": self.session, "kind": self.kind, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What formation did with each session: facts written and superseded, or why it failed (the
+    session's turns are stored either way)."""
+
+    extracted: list[SessionExtracted] = field(default_factory=list)
+    failed: list[SessionFailed] = field(default_factory=list)
+
+    def to_dict(self) -> ExtractionJSON:
+        return {"extracted": [s.to_dict() for s in self.extracted], "failed": [f.to_dict() for f in self.failed]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Extraction":
+        return cls([SessionExtracted(s["session"], s["facts"], [(p["old"], p["new"]) for p in s["superseded"]],
+                                     s["unchanged"], s["refused"], s["calls"], s["tokens_in"], s["tokens_out"])
+                    for s in data.get("extracted", [])],
+                   [SessionFailed(f["session"], f["kind"], f["reason"]) for f in data.get("failed", [])])
 
 
 @dataclass(frozen=True)

@@ -346,6 +346,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/memories:extract": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Have the chat model extract facts from stored conversations again: the sessions whose extraction failed, or named ones */
+        post: operations["extract_v1_memories_extract_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/memories:ingest": {
         parameters: {
             query?: never;
@@ -495,6 +512,23 @@ export interface paths {
         put?: never;
         /** Create a token for a namespace (admin) */
         post: operations["create_token_v1_tokens__target__post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The chat model's calls and tokens per namespace (the caller's and below) and day (admin) */
+        get: operations["usage_v1_usage_get"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -766,6 +800,28 @@ export interface components {
             /** Versions */
             versions: string[];
         };
+        /** ExtractIn */
+        ExtractIn: {
+            /**
+             * Retry
+             * @description The sessions whose last extraction failed.
+             * @default false
+             */
+            retry: boolean;
+            /**
+             * Sessions
+             * @description Stored sessions by name: extracted again.
+             * @default []
+             */
+            sessions: string[];
+        };
+        /** ExtractionJSON */
+        ExtractionJSON: {
+            /** Extracted */
+            extracted: components["schemas"]["SessionExtractedJSON"][];
+            /** Failed */
+            failed: components["schemas"]["SessionFailedJSON"][];
+        };
         /** FeedbackIn */
         FeedbackIn: {
             /**
@@ -856,6 +912,7 @@ export interface components {
         };
         /** IngestJSON */
         IngestJSON: {
+            extraction: components["schemas"]["ExtractionJSON"] | null;
             /** Ids */
             ids: string[];
             /** Items */
@@ -1010,6 +1067,11 @@ export interface components {
              * @description What a write does about a near-copy of a live memory: report it beside the new id (the default), write nothing and name the copy (skip-similar), or neither (off).
              */
             consolidate?: ("off" | "report" | "skip-similar") | null;
+            /**
+             * Llm Tokens Per Day
+             * @description The chat model tokens extraction may spend for the namespace in a UTC day (0: none).
+             */
+            llm_tokens_per_day?: number | null;
             /** Retriever */
             retriever?: string | null;
             /**
@@ -1025,6 +1087,8 @@ export interface components {
             consolidate?: string;
             /** From */
             from?: string;
+            /** Llm Tokens Per Day */
+            llm_tokens_per_day?: number | null;
             /** Namespace */
             namespace?: string;
             /** Origins */
@@ -1187,6 +1251,34 @@ export interface components {
             /** Tokens */
             tokens: number;
         };
+        /** SessionExtractedJSON */
+        SessionExtractedJSON: {
+            /** Calls */
+            calls: number;
+            /** Facts */
+            facts: string[];
+            /** Refused */
+            refused: string[];
+            /** Session */
+            session: string;
+            /** Superseded */
+            superseded: components["schemas"]["SupersedePairJSON"][];
+            /** Tokens In */
+            tokens_in: number;
+            /** Tokens Out */
+            tokens_out: number;
+            /** Unchanged */
+            unchanged: number;
+        };
+        /** SessionFailedJSON */
+        SessionFailedJSON: {
+            /** Kind */
+            kind: string;
+            /** Reason */
+            reason: string;
+            /** Session */
+            session: string;
+        };
         /** SightingJSON */
         SightingJSON: {
             /** At */
@@ -1288,6 +1380,26 @@ export interface components {
         TokensJSON: {
             /** Tokens */
             tokens: components["schemas"]["TokenJSON"][];
+        };
+        /** UsageDayJSON */
+        UsageDayJSON: {
+            /** Calls */
+            calls: number;
+            /** Day */
+            day: string;
+            /** Failed */
+            failed: number;
+            /** Namespace */
+            namespace: string;
+            /** Tokens In */
+            tokens_in: number;
+            /** Tokens Out */
+            tokens_out: number;
+        };
+        /** UsageJSON */
+        UsageJSON: {
+            /** Usage */
+            usage: components["schemas"]["UsageDayJSON"][];
         };
         /** WhoSawJSON */
         WhoSawJSON: {
@@ -3747,6 +3859,129 @@ export interface operations {
             };
         };
     };
+    extract_v1_memories_extract_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExtractIn"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExtractionJSON"];
+                };
+            };
+            /** @description Invalid input (a bound in README 'Limits', an unknown driver) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Missing, malformed, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Outside the token's scopes or namespace */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Not visible to the caller (or no such route) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Method not allowed */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Conflict (not the chain's head, already erased, a racing key) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Body over the server's --max-body */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description A body or parameter that does not fit the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Over the rate limit (Retry-After says when to retry) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Internal error (the server log has the details under the request id) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+        };
+    };
     ingest_v1_memories_ingest_post: {
         parameters: {
             query?: {
@@ -3754,6 +3989,8 @@ export interface operations {
                 format?: string;
                 /** @description The file's name, for the messages naming bad lines (default body.<format>). */
                 name?: string | null;
+                /** @description Conversations (format chat): then the server's chat model extracts facts from each session with new turns (extraction). */
+                extract?: boolean;
             };
             header?: never;
             path?: never;
@@ -4917,6 +5154,119 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["IssuedTokenJSON"];
+                };
+            };
+            /** @description Invalid input (a bound in README 'Limits', an unknown driver) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Missing, malformed, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Outside the token's scopes or namespace */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Not visible to the caller (or no such route) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Method not allowed */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Body over the server's --max-body */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description A body or parameter that does not fit the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Over the rate limit (Retry-After says when to retry) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Internal error (the server log has the details under the request id) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+            /** @description Database unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemJSON"];
+                };
+            };
+        };
+    };
+    usage_v1_usage_get: {
+        parameters: {
+            query?: {
+                /** @description The window, in days. */
+                days?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageJSON"];
                 };
             };
             /** @description Invalid input (a bound in README 'Limits', an unknown driver) */

@@ -107,7 +107,8 @@ async function showPolicy() {
   const from = (facet) => { const o = p.origins[facet]; return o === "default" ? "default" : o === ns ? "set here" : `from ${o}`; };
   $("policy-of").textContent = ns;
   $("policy-effective").textContent =
-    `${routing} (${from("routing")}); near-copies: ${p.consolidate} (${from("consolidate")}); ttl: ${p.ttl} (${from("ttl")})`;
+    `${routing} (${from("routing")}); near-copies: ${p.consolidate} (${from("consolidate")}); ttl: ${p.ttl} (${from("ttl")})` +
+    `; model tokens a day: ${p.llm_tokens_per_day ?? "server default"} (${from("llm_tokens_per_day")})`;
 }
 
 const fmt = (v) => (v === null || v === undefined ? "-" : v.toFixed(1));
