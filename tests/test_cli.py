@@ -102,8 +102,8 @@ def test_policy_yaml_round_trip(cli, kernel, tmp_path):
     assert cli("policy", "import", str(f)).returncode == 0
     assert json.loads(cli("policy", "show", "--ns", "acme/eng/x", "--json").stdout) == {
         "ab_test": {"a": "baseline", "b": "graph", "pct_b": 25}, "from": "acme/eng", "namespace": "acme/eng/x",
-        "consolidate": "report", "ttl": "never", "origins": {"routing": "acme/eng", "consolidate": "default",
-                                                            "ttl": "default"}}
+        "consolidate": "report", "ttl": "never", "llm_tokens_per_day": None,
+        "origins": {"routing": "acme/eng", "consolidate": "default", "ttl": "default", "llm_tokens_per_day": "default"}}
 
 
 def test_drivers_list_and_debug_traceback(cli):

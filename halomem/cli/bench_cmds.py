@@ -260,3 +260,17 @@ def cli_speed(repeats: int = typer.Option(5, help="Runs of each case, interleave
     from ..bench.cli_speed import run_cli
 
     _finish(run_cli(repeats, out_dir, _say), as_json)
+
+
+@app.command()
+def peers(conversations: Optional[int] = typer.Option(None, help="Only the first N LoCoMo conversations."),
+          questions: Optional[int] = typer.Option(None, help="Only N questions (a seeded sample)."),
+          writes: int = typer.Option(200, "--writes", min=1, help="Single writes per system."),
+          locomo: Optional[Path] = typer.Option(None, "--locomo", help="LoCoMo's JSON (default: the shared copy)."),
+          out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
+    """halomem beside LangGraph's PostgresStore (where installed) on LoCoMo: quality, search and write
+    latency, one interleaved run on one embedded PostgreSQL with one embedder."""
+    from ..bench.peers import run_peers
+
+    _finish(run_peers(out_dir, locomo or DEFAULT_LOCOMO, _say, conversations=conversations, questions=questions,
+                      writes=writes), as_json)
