@@ -368,12 +368,15 @@ class Kernel:
 
     def recent(self, ns: str | Namespace, limit: int = 20, cursor: str | None = None,
                sources: Sequence[str] | None = None, keys: Sequence[str] | None = None, *,
-               after_lsn: int | None = None) -> Page:
+               within: str | None = None, after_lsn: int | None = None) -> Page:
         """The newest current memories ``ns`` may see, a page at a time (``cursor``: the previous
-        page's ``next_cursor``; ``keys``: only the keyed memories with these keys)."""
+        page's ``next_cursor``; ``keys``: only the keyed memories with these keys; ``within``: only
+        the memories of one namespace ``ns`` reads, itself or an ancestor)."""
+        from .auth.rights import readable
         from .policy.store import expiries, lineage_policies
 
         ns = namespace(ns)
+        within = readable(ns, within).path if within is not None else None
         with self.engine.connect() as conn:
             own = lineage_policies(conn, ns)
         scope = Scope(ns, check_sources(sources) or None, expired=expiries(own, ns, datetime.now(timezone.utc)))
@@ -383,7 +386,7 @@ class Kernel:
 
         def read(index: MemoryIndex) -> list[MemoryRow]:
             with index.reader() as reader:
-                return reader.recent(scope, limit + 1, before, keys)
+                return reader.recent(scope, limit + 1, before, keys, within)
 
         rows, _ = self.router.read(after_lsn, read)
         more = len(rows) > limit

@@ -37,6 +37,10 @@ MAX_ACTION_CHARS = 40  # an audit action a listing filters by
 MAX_ROOT_NAME_CHARS = 100  # a document root's name (intake: keys are ROOT/path)
 MAX_RELATIVE_PATH_CHARS = 1000  # a file's path under its root
 MAX_FILES = 100_000  # files one ingest reads; a larger tree is refused, naming the limit
+MAX_SESSION_CHARS = 100  # a conversation's session name (intake.chat)
+MAX_SPEAKER_CHARS = 100  # a turn's speaker or role
+MAX_EXTRACT_SESSIONS = 100  # sessions named in one extract request
+MAX_LLM_TOKENS_PER_DAY = 10**10  # the largest daily model-token budget a policy may set
 AUDITED_REASON_CHARS = 200  # the part of an erasure's reason its audit row keeps
 
 

@@ -19,7 +19,7 @@ from .db.replicas import Consistency
 from .errors import DriverError, HalomemError, InvalidInputError, NotFoundError, PermissionDeniedError
 from .kernel import Kernel
 from .instants import check_days
-from .limits import MAX_AUDIT_ROWS, MAX_REASON_CHARS, MAX_SOURCE_CHARS, check_id, check_seq, check_text, namespace
+from .limits import MAX_AUDIT_ROWS, MAX_EXTRACT_SESSIONS, MAX_REASON_CHARS, MAX_SESSION_CHARS, check_id, check_seq, check_text, namespace
 from .policy import Policy
 from .results import (ConceptStored, EntityAdded, Erased, Extraction, Feedback, IngestReport, MemoryRow, NewMemory, Page, Replay,
                       SearchResult, WhoSaw)
@@ -137,9 +137,10 @@ class Operations:
                          kernel_audits=False)
 
     def recent(self, limit: int = 20, cursor: str | None = None, sources: Sequence[str] | None = None,
-               keys: Sequence[str] | None = None) -> Page:
+               keys: Sequence[str] | None = None, within: str | None = None) -> Page:
+        """``within``: only the memories of one namespace the caller reads (its own or an ancestor's)."""
         return self._run("recent", READ, lambda ns, rid: self.kernel.recent(
-            ns, limit, cursor, sources, keys, after_lsn=self.consistency.after), kernel_audits=False)
+            ns, limit, cursor, sources, keys, within=within, after_lsn=self.consistency.after), kernel_audits=False)
 
     def history(self, memory_id: str) -> list[MemoryRow]:
         return self._run("history", READ, lambda ns, rid: self.kernel.history(
@@ -191,7 +192,9 @@ class Operations:
 
     def extract(self, *, retry: bool = False, sessions: Sequence[str] = ()) -> Extraction:
         """Facts from stored conversations: sessions whose extraction failed (``retry``), and those named."""
-        names = [check_text(s, "session", MAX_SOURCE_CHARS) for s in sessions]
+        if isinstance(sessions, (str, bytes)) or len(sessions) > MAX_EXTRACT_SESSIONS:
+            raise InvalidInputError(f"sessions: a list of at most {MAX_EXTRACT_SESSIONS} names")
+        names = [check_text(s, "session", MAX_SESSION_CHARS) for s in sessions]
         if not retry and not names:
             raise InvalidInputError("extract what: retry (the sessions whose extraction failed) or sessions by name")
         return self._run("extract", WRITE, lambda ns, rid: self.kernel.extract(ns, retry=retry, sessions=names,

@@ -312,3 +312,36 @@ def test_an_operator_can_work_in_it_picker_audit_columns_paging_chart_axes_conce
     assert page.query_selector_all("#audit tbody tr")  # acme/eng's rows alone: the policy it set, its memory
     _shoot(page, "audit-columns")
     assert not problems and not outside, (problems, outside)
+
+
+def test_the_memories_picker_spans_what_the_token_reads_and_never_a_descendant(browser_page, api_server, kernel):
+    import httpx2
+
+    page, problems, outside = browser_page
+    kernel.remember("acme", "The org handbook lives in the wiki")
+    kernel.remember_many("acme/eng", [{"content": f"Eng note {i}"} for i in range(30)])
+    kernel.remember("acme/eng/bots", "BOTS-ONLY secret rotation schedule")
+    kernel.remember("acme/sales", "SALES-ONLY quota for Q3")
+    admin = make_token(kernel, "acme/eng", "read,admin")
+    _sign_in(page, api_server.url, admin)
+    page.wait_for_selector("#namespaces tbody tr")
+    page.click("nav button[data-page=memories]")
+    _until(page, "document.querySelectorAll('#recent tbody tr').length === 25")
+    assert page.evaluate("[...document.querySelectorAll('#memories-ns option')].map(o => o.value)") == ["acme/eng", "acme"]
+    assert set(page.evaluate("[...document.querySelectorAll('#recent tbody tr')].map(tr => tr.children[1].textContent)")) \
+        == {"acme/eng"}
+    page.click("#recent-older")  # the next page of the same namespace
+    _until(page, "document.querySelectorAll('#recent tbody tr').length === 30")
+    page.select_option("#memories-ns", "acme")
+    _until(page, "document.querySelectorAll('#recent tbody tr').length === 1")
+    assert page.inner_text("#recent tbody") .count("The org handbook lives in the wiki") == 1
+    page.click("#recent tbody button")  # a memory's timeline, from the browser
+    _until(page, "document.querySelectorAll('#timeline li').length === 1")
+    _shoot(page, "memories-picker")
+    body = page.inner_text("body")
+    assert "BOTS-ONLY" not in body and "SALES-ONLY" not in body and problems == [] and outside == []
+    for other, status in (("acme/eng/bots", 403), ("acme/sales", 403), ("acme//x", 400)):
+        answer = httpx2.get(f"{api_server.url}/v1/memories", params={"within": other},
+                            headers={"Authorization": f"Bearer {admin}"})
+        assert answer.status_code == status, (other, answer.text)
+        assert "BOTS-ONLY" not in answer.text and "SALES-ONLY" not in answer.text

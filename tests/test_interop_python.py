@@ -34,7 +34,7 @@ async def transcript(server) -> dict:  # noqa: ANN001 - an agents.mcp.MCPServer
 
 
 def check(out: dict) -> None:
-    assert len(out["tools"]) == 12 and all(out["strict"].values())
+    assert len(out["tools"]) == 13 and all(out["strict"].values())
     for name, call in out["calls"].items():
         assert not call["isError"] and call["structured"] is not None and call["text"], (name, call)
     assert out["calls"]["search"]["structured"]["hits"][0]["content"] == "The agents SDK was here"

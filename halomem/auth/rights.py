@@ -47,6 +47,17 @@ def within(namespace: Namespace | str, root: Namespace | str) -> bool:
     return ns == top or ns.startswith(top + "/")
 
 
+def readable(namespace: Namespace, wanted: str | Namespace) -> Namespace:
+    """``wanted`` when ``namespace`` reads it (itself or an ancestor: the read ACL's lineage), else
+    PermissionDeniedError; a malformed one is InvalidInputError."""
+    from ..limits import namespace as parsed
+
+    target = parsed(wanted)
+    if target.path not in namespace.lineage():
+        raise PermissionDeniedError(f"{namespace} reads itself and its ancestors, not {target}")
+    return target
+
+
 def may_judge(caller: Caller, search_principal: str | None, search_namespace: str) -> bool:
     """Whether ``caller`` may give feedback on what a search returned: the principal that was
     handed it, or an admin over the namespace it searched from (the local operator of that

@@ -203,11 +203,11 @@ class IndexReader:
         return {r.id: MemoryRow(**r._mapping) for r in self.conn.execute(stmt)}
 
     def recent(self, scope: Scope, limit: int, before: tuple[Any, str] | None = None,
-               keys: Sequence[str] | None = None) -> list[MemoryRow]:
+               keys: Sequence[str] | None = None, within: str | None = None) -> list[MemoryRow]:
         """Visible live rows, newest first (validity start, then id, both descending); ``before``:
         the (t_valid_from, id) of the last row of the previous page; ``keys``: only keyed memories
-        with these keys."""
-        stmt = sa.select(*_ROW_COLUMNS).where(visible(memories, scope))
+        with these keys; ``within``: only one namespace of the lineage."""
+        stmt = sa.select(*_ROW_COLUMNS).where(visible(memories, scope, within=within))
         if keys is not None:
             stmt = stmt.where(memories.c.key.in_(list(keys)))
         if before is not None:

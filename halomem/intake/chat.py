@@ -17,14 +17,12 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import HalomemError, IngestError
-from ..limits import MAX_CONTENT_CHARS, MAX_SOURCE_CHARS
+from ..limits import MAX_CONTENT_CHARS, MAX_SESSION_CHARS, MAX_SOURCE_CHARS, MAX_SPEAKER_CHARS
 from ..write.bulk import ParsedRow
 from ..write.ingest import jsonl_records
 from ..write.validate import check_content
 
 SHOWN_BAD_LINES = 20
-MAX_SESSION_CHARS = 100
-MAX_SPEAKER_CHARS = 100
 TURN_FIELDS = {"session", "time", "speaker", "role", "name", "content", "text"}
 CONVERSATION_FIELDS = {"messages", "session", "id", "time"}
 

@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..errors import InvalidInputError
+from ..limits import MAX_LLM_TOKENS_PER_DAY
 
 FNV_OFFSET = 0x811C9DC5
 FNV_PRIME = 0x01000193
@@ -50,7 +51,6 @@ CONSOLIDATE = ("off", "report", "skip-similar")  # what a write does about a nea
 DEFAULT_CONSOLIDATE = "report"
 FACETS = ("routing", "consolidate", "ttl", "llm_tokens_per_day")  # set, inherited and cleared one by one
 KEYS = ("retriever", "ab_test", "consolidate", "ttl", "llm_tokens_per_day")  # a policy mapping's keys
-MAX_LLM_TOKENS_PER_DAY = 10**10
 NO_TTL = "never"  # a ttl that overrides an inherited one: memories stay current until superseded
 
 

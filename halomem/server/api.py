@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..auth.principal import parse_duration
 from ..errors import AuthenticationError, InvalidInputError
 from ..types import NAMESPACE_MAX_LENGTH
-from ..limits import (MAX_ACTION_CHARS, MAX_AS_OF_CHARS, MAX_AUDIT_ROWS, MAX_BATCH, MAX_BUDGET, MAX_CURSOR_CHARS, MAX_DAYS,
+from ..limits import (MAX_EXTRACT_SESSIONS, MAX_LLM_TOKENS_PER_DAY, MAX_ACTION_CHARS, MAX_AS_OF_CHARS, MAX_AUDIT_ROWS, MAX_BATCH, MAX_BUDGET, MAX_CURSOR_CHARS, MAX_DAYS,
                       MAX_ID_CHARS, MAX_K, MAX_NOTE_CHARS, MAX_PAGE, MAX_REASON_CHARS, MAX_ROOT_NAME_CHARS, namespace)
 from ..ops import Operations
 from ..pipeline import Pipeline
@@ -69,7 +69,8 @@ class BatchIn(Closed):
 
 class ExtractIn(Closed):
     retry: bool = Field(False, description="The sessions whose last extraction failed.")
-    sessions: list[str] = Field([], max_length=100, description="Stored sessions by name: extracted again.")
+    sessions: list[str] = Field([], max_length=MAX_EXTRACT_SESSIONS, description="Stored sessions by name: "
+                                "extracted again.")
 
 
 class EraseIn(Closed):
@@ -115,7 +116,7 @@ class PolicyIn(Closed):
     ttl: Optional[str] = Field(None, max_length=MAX_AS_OF_CHARS, description=(
         "How long a memory stays current: a span such as 90d, 12h or 2w (older ones leave present searches and "
         "maintenance closes them, history kept), or never."))
-    llm_tokens_per_day: Optional[int] = Field(None, ge=0, le=10**10, strict=True, description=(
+    llm_tokens_per_day: Optional[int] = Field(None, ge=0, le=MAX_LLM_TOKENS_PER_DAY, strict=True, description=(
         "The chat model tokens extraction may spend for the namespace in a UTC day (0: none)."))
 
 
@@ -168,8 +169,10 @@ def build_router(pipeline: Pipeline) -> APIRouter:
                source: Optional[list[str]] = Query(None, description="Only these sources (repeatable)."),
                key: Optional[list[str]] = Query(None, description="Only the keyed memories with these keys "
                                                 "(repeatable; a key is given at ingest)."),
+               within: Optional[str] = Query(None, max_length=NAMESPACE_MAX_LENGTH, description=(
+                   "Only the memories of this namespace: the caller's own or an ancestor's (what it reads).")),
                ops: Operations = Ops) -> dict[str, Any]:
-        return ops.recent(limit, cursor, source, key).to_dict()
+        return ops.recent(limit, cursor, source, key, within).to_dict()
 
     @r.get("/memories/{memory_id}", summary="One memory the caller may see, with validity times and provenance",
            responses=shape(MemoryJSON))

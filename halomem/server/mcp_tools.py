@@ -22,7 +22,7 @@ from .. import __version__, audit
 from ..auth.rights import READ, WRITE, Caller
 from ..errors import HalomemError, InvalidInputError
 from ..kernel import Kernel
-from ..limits import (MAX_AS_OF_CHARS, MAX_BATCH, MAX_KEYS, MAX_BUDGET, MAX_CONTENT_CHARS, MAX_ID_CHARS, MAX_K, MAX_PAGE, MAX_QUERY_CHARS,
+from ..limits import (MAX_SESSION_CHARS, MAX_SPEAKER_CHARS, MAX_AS_OF_CHARS, MAX_BATCH, MAX_KEYS, MAX_BUDGET, MAX_CONTENT_CHARS, MAX_ID_CHARS, MAX_K, MAX_PAGE, MAX_QUERY_CHARS,
                       MAX_NOTE_CHARS, MAX_REASON_CHARS, MAX_SOURCE_CHARS, MAX_SOURCES, MAX_CURSOR_CHARS)
 from ..ops import Operations
 from ..pipeline import Pipeline, Request
@@ -170,9 +170,11 @@ class MemoryItem(BaseModel):
 
 class Message(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    role: Annotated[str, Field(max_length=100, pattern=TEXT, description="user, assistant, or a speaker's role.")]
+    role: Annotated[str, Field(max_length=MAX_SPEAKER_CHARS, pattern=TEXT, description="user, assistant, or a "
+                                                                                       "speaker's role.")]
     content: Content
-    name: Annotated[Optional[str], Field(None, max_length=100, pattern=TEXT, description="Who said it.")] = None
+    name: Annotated[Optional[str], Field(None, max_length=MAX_SPEAKER_CHARS, pattern=TEXT,
+                                         description="Who said it.")] = None
 
 
 def answer(structured: Any, text: str) -> CallToolResult:
@@ -305,7 +307,8 @@ def build_mcp(kernel: Kernel, pipeline: Pipeline, *, http: bool = False, stdio_t
         "supersede; `extraction` says what it formed, or why it failed (the turns are kept either way)."))
     async def remember_conversation(
             messages: Annotated[list[Message], Field(min_length=1, max_length=MAX_BATCH, description="The turns, in order.")],
-            session: Annotated[str, Field(max_length=100, pattern=TEXT, description="The conversation's name.")],
+            session: Annotated[str, Field(max_length=MAX_SESSION_CHARS, pattern=TEXT,
+                                          description="The conversation's name.")],
             extract: Annotated[bool, Field(strict=True, description="Have the chat model extract facts too.")] = False,
             ) -> Annotated[CallToolResult, IngestJSON]:
         body = json.dumps({"session": session, "messages": [m.model_dump(exclude_none=True) for m in messages]})

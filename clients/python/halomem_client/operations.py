@@ -68,11 +68,13 @@ def get(memory_id: str) -> Call:
 
 
 def recent(limit: int = 20, cursor: str | None = None, sources: Sequence[str] | None = None,
-           keys: Sequence[str] | None = None) -> Call:
+           keys: Sequence[str] | None = None, within: str | None = None) -> Call:
     """The newest memories the caller may see, a page at a time (``cursor``: the last page's
-    next_cursor; ``keys``: only the keyed memories with these keys)."""
+    next_cursor; ``keys``: only the keyed memories with these keys; ``within``: only one namespace
+    it reads, its own or an ancestor's)."""
     params = [("limit", str(limit))] + ([("cursor", cursor)] if cursor else [])
     params += [("source", s) for s in sources or ()] + [("key", k) for k in keys or ()]
+    params += [("within", within)] if within else []
     return Call("GET", "/v1/memories", params=params, read=Page.from_dict)
 
 

@@ -3022,6 +3022,8 @@ export interface operations {
                 source?: string[] | null;
                 /** @description Only the keyed memories with these keys (repeatable; a key is given at ingest). */
                 key?: string[] | null;
+                /** @description Only the memories of this namespace: the caller's own or an ancestor's (what it reads). */
+                within?: string | null;
             };
             header?: never;
             path?: never;

@@ -61,7 +61,14 @@ const pages = {
       return tr;
     }));
   },
-  async memories() {},
+  async memories() {
+    const { reads } = await api("GET", "/v1/whoami");
+    const pick = $("memories-ns");
+    const chosen = pick.value;
+    pick.replaceChildren(...reads.slice().reverse().map((n) => { const o = el("option", n); o.value = n; return o; }));
+    if (chosen && reads.includes(chosen)) pick.value = chosen;
+    await showRecent();
+  },
   async audit() {
     await pickNamespaces("audit-ns");
     $("chain").textContent = "checking…";
@@ -94,6 +101,19 @@ async function pickNamespaces(id) {
   const chosen = pick.value;
   pick.replaceChildren(...namespaces.map((n) => { const o = el("option", n.namespace); o.value = n.namespace; return o; }));
   if (chosen && namespaces.some((n) => n.namespace === chosen)) pick.value = chosen;
+}
+
+// the newest memories of the namespace chosen (one the token reads), a page at a time
+async function showRecent(cursor) {
+  const q = new URLSearchParams({ limit: "25", within: $("memories-ns").value });
+  if (cursor) q.set("cursor", cursor);
+  const page = await api("GET", `/v1/memories?${q}`);
+  const shown = page.memories.map((m) => row([button(m.id, () => timeline(m.id)), m.namespace,
+                                              m.t_valid_from.slice(0, 19).replace("T", " "), m.source || "", m.content]));
+  const body = $("recent").querySelector("tbody");
+  if (cursor) body.append(...shown); else body.replaceChildren(...shown);
+  $("recent-older").hidden = !page.next_cursor;
+  $("recent-older").dataset.cursor = page.next_cursor || "";
 }
 
 // the effective policy of the namespace chosen in the picker (an admin's subtree), facet by facet
@@ -248,6 +268,8 @@ function clearSession() {
   for (const id of ["who", "chain", "search-meta", "verdict", "error", "policy-of", "policy-effective"]) $(id).textContent = "";
   $("policy-ns").replaceChildren();
   $("audit-ns").replaceChildren();
+  $("memories-ns").replaceChildren();
+  $("recent-older").hidden = true;
   $("audit-older").hidden = true;
   for (const input of document.querySelectorAll("#app input")) input.value = input.defaultValue;
 }
@@ -267,6 +289,9 @@ $("audit-filter").addEventListener("submit", (e) => { e.preventDefault(); guard(
 $("audit-older").addEventListener("click", () => guard(() => showAudit(Number($("audit-older").dataset.before))));
 $("policy-ns").addEventListener("change", () => guard(showPolicy));
 $("audit-ns").addEventListener("change", () => guard(() => showAudit()));
+$("memories-ns").addEventListener("change", () => guard(() => showRecent()));
+$("browse").addEventListener("submit", (e) => { e.preventDefault(); guard(() => showRecent()); });
+$("recent-older").addEventListener("click", () => guard(() => showRecent($("recent-older").dataset.cursor)));
 $("policy-pick").addEventListener("submit", (e) => { e.preventDefault(); guard(showPolicy); });
 $("whosaw").addEventListener("submit", (e) => {
   e.preventDefault();
