@@ -63,8 +63,13 @@ def subject_scores(view: Any, query: str, content: Mapping[str, str]) -> dict[st
     named = set(_entities_named(terms(query), index, first_only=False))
     if not named:
         return {}
-    scores = {}
-    for ref, text in content.items():
-        first = _entities_named(terms(text[:OPENING_CHARS]), index, first_only=True)
-        scores[ref] = 1.0 if first and first[0] in named else 0.0
-    return scores
+    key = tuple(entities)
+    return {ref: 1.0 if _subject(text[:OPENING_CHARS], key) in named else 0.0 for ref, text in content.items()}
+
+
+@lru_cache(maxsize=1 << 16)
+def _subject(opening: str, entities: tuple[Entity, ...]) -> str | None:
+    """The first entity ``opening`` names (None: none). Cached: a namespace's pools repeat their
+    memories from query to query, and this is most of what subject matching costs."""
+    found = _entities_named(terms(opening), _name_index(entities), first_only=True)
+    return found[0] if found else None
