@@ -182,3 +182,16 @@ def test_serve_and_isolation_bench_smoke(tmp_path):
     [row] = isolated["results"]
     assert row["identical_rankings"] == 25 and row["isolated_p95"] > 0
     assert {p.name for p in tmp_path.iterdir()} >= {"serve.md", "isolation.md"}
+
+
+@pytest.mark.skipif(not LOCOMO.exists(), reason="shared/data/locomo10.json not beside the checkout")
+def test_peers_bench_runs_both_stores_on_the_same_data(tmp_path):
+    from halomem.bench.peers import run_peers
+
+    result = run_peers(tmp_path, LOCOMO, lambda m: None, conversations=1, questions=25, writes=5)
+    systems = result["systems"]
+    assert set(systems) == {"halomem", "langgraph PostgresStore"}  # a dev dependency: always measured here
+    for row in systems.values():
+        assert 0 <= row["ndcg@10"] <= 1 and row["search"]["p50"] > 0 and row["write"]["p50"] > 0
+    assert systems["halomem"]["recall@10"] > 0.3  # both answer from the same 419 turns
+    assert "halomem / this" in systems["langgraph PostgresStore"] and (tmp_path / "peers.md").exists()
