@@ -78,12 +78,18 @@ def _as_tsquery(lexemes: Sequence[str], operator: str) -> sa.ColumnElement[Any]:
     return sa.cast(sa.literal(tsquery_literal(lexemes, operator)), TSQUERY)
 
 
-def statistics(conn: Connection, scope: Scope, text: str) -> Statistics:
+def statistics(conn: Connection, scope: Scope, text: str, memo: dict | None = None) -> Statistics:
     """The lexemes of ``text`` with their document frequency, and the document count and total
     length, over the rows ``scope`` may read. The lexicon counts today's rows of whole namespaces:
     a source-scoped caller's are counted over its own rows; an as-of caller's are today's minus the
     lexicon's events since its instant (few, for a recent one), exactly what counting the rows
-    valid then would give."""
+    valid then would give. ``memo``: one reader's answers (one snapshot), so a search asks once per
+    text whichever of its steps asks (the BM25 lane, the evidence share, the relevance features)."""
+    if memo is not None:
+        key = (scope, text)
+        if key not in memo:
+            memo[key] = statistics(conn, scope, text)
+        return memo[key]
     if scope.source_scoped:
         q = sa.select(sa.func.unnest(_lexemes(text)).label("lexeme")).subquery("q")
         return _counted_statistics(conn, scope, q)
@@ -153,9 +159,9 @@ def _holding(conn: Connection, table: sa.Table, scope: Scope, lexemes: Sequence[
 
 
 def ranked(conn: Connection, scope: Scope, groups: tuple[tuple[str, ...], ...], text: str,
-           limit: int) -> list[Candidate]:
+           limit: int, memo: dict | None = None) -> list[Candidate]:
     """Up to ``limit`` visible rows holding query lexemes, best BM25 first, with their scores."""
-    stats = statistics(conn, scope, text)
+    stats = statistics(conn, scope, text, memo)
     terms = [t for t in stats.terms if t.docs > 0]
     if not terms or limit <= 0 or stats.documents == 0:
         return []
@@ -223,11 +229,11 @@ def _bm25(n_terms: int, found: sa.Subquery) -> sa.ColumnElement[float]:
     return sum(parts[1:], parts[0])
 
 
-def share_weights(conn: Connection, scope: Scope, text: str) -> list[tuple[str, float]]:
+def share_weights(conn: Connection, scope: Scope, text: str, memo: dict | None = None) -> list[tuple[str, float]]:
     """Each of ``text``'s lexemes with its share (summing to 1) of the query's IDF, IDF from the
     lexicon over the memories ``scope`` reads (statistics: what tells a memory apart; a lexeme no
     visible memory holds, or a stop word, weighs nothing)."""
-    stats = statistics(conn, scope, text)
+    stats = statistics(conn, scope, text, memo)
     weights = [(t.lexeme, stats.idf(t.docs)) for t in stats.terms if t.docs > 0]
     total = sum(w for _, w in weights)
     return [(lx, w / total) for lx, w in weights] if total > 0 else []
@@ -260,14 +266,14 @@ def term_share(conn: Connection, scope: Scope, text: str, table: sa.Table) -> sa
     return sum(parts[1:], parts[0])
 
 
-def corpus_stats(conn: Connection, scope: Scope, words: Sequence[str]) -> CorpusStats:
+def corpus_stats(conn: Connection, scope: Scope, words: Sequence[str], memo: dict | None = None) -> CorpusStats:
     """Document count, average length and per-word document frequency over the visible rows.
 
     Each word is analyzed as a row's text is, so its frequency is that of its stem ('deploys' and
     'deploy' agree); a stopword, or a word whose stem is seen nowhere visible, has frequency 0.
     """
     words = list(dict.fromkeys(str(w) for w in words))[:MAX_STATS_TERMS]
-    stats = statistics(conn, scope, " ".join(words))
+    stats = statistics(conn, scope, " ".join(words), memo)
     docs = {t.lexeme: t.docs for t in stats.terms}
     w = sa.select(sa.func.unnest(sa.cast(words, ARRAY(sa.Text))).label("word")).subquery("w")
     out: dict[str, int] = dict.fromkeys(words, 0)

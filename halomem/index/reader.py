@@ -123,6 +123,7 @@ class IndexReader:
         self.conn = conn
         self._catalog = catalog or NamespaceIndexCatalog(ttl=float("inf"))
         self._ef_search = ef_search
+        self._statistics: dict = {}  # lexical.statistics' answers in this reader's snapshot
 
     def _index_groups(self, scope: Scope) -> tuple[tuple[str, ...], ...]:
         """The caller's lineage split the way the indexes are: a group for each namespace with its
@@ -161,10 +162,10 @@ class IndexReader:
         words = query_terms(query)
         if not words or limit <= 0:
             return []
-        return lexical.ranked(self.conn, scope, self._index_groups(scope), " ".join(words), limit)
+        return lexical.ranked(self.conn, scope, self._index_groups(scope), " ".join(words), limit, self._statistics)
 
     def corpus_stats(self, scope: Scope, words: Sequence[str]) -> CorpusStats:
-        return lexical.corpus_stats(self.conn, scope, words)
+        return lexical.corpus_stats(self.conn, scope, words, self._statistics)
 
     def lexical_probe(self, scope: Scope, query: str, limit: int) -> list[str]:
         """The raw GIN probe: ids of rows matching any query term, unranked (the benchmarks' floor)."""
@@ -265,7 +266,7 @@ class IndexReader:
         if not memory_ids and not concept_refs:
             return {}
         vector = list(embedding)
-        share = functools.partial(lexical.held_share, lexical.share_weights(self.conn, scope, " ".join(query_terms(query))))
+        share = functools.partial(lexical.held_share, lexical.share_weights(self.conn, scope, " ".join(query_terms(query)), self._statistics))
         out: dict[str, tuple[float, float]] = {}
         if memory_ids:
             best_passage = (sa.select(sa.func.max(1.0 - passages.c.embedding.cosine_distance(vector)))
