@@ -64,3 +64,12 @@ def test_embedder_mismatch_is_a_clear_error(kernel):
 
     with pytest.raises(ConfigError, match="stored vectors were made by embedder hash/256-d"):
         migrate(kernel.engine, "minilm", 384)
+
+
+def test_coverage_counts_the_query_words_that_carry_meaning():
+    from halomem.retrieval.coverage import coverage_scores
+
+    docs = {"a": "Deploys go through ArgoCD canaries", "b": "ArgoCD is the deploy tool", "c": "Lunch is at noon"}
+    scores = coverage_scores("How do deploys go through ArgoCD?", docs)
+    assert scores == {"a": 1.0, "b": 0.25, "c": 0.0}  # deploys, go, through, argocd: stop words left out
+    assert coverage_scores("what is the", docs) == {}  # nothing but stop words: no lane at all

@@ -21,6 +21,10 @@ from halomem.drivers.fusion import FusionDriver
 
 CANDIDATES = [(f"(s/(s+M))^{p:g}, {w:g} / {1 - w:g}", p, w)
               for p in (2, 1, 1.5) for w in (0.75, 0.65, 0.6, 0.5, 0.4) if p == 2 or w in (0.75, 0.6, 0.5)]
+# a third lane, query-term coverage (retrieval.coverage), weighed beside the shipped two
+# (lexical, cosine, coverage), each setting's weights summing to 1: docs/bench/fusion.md
+COVERAGE_CANDIDATES = [(0.72, 0.28, 0.1), (0.72, 0.28, 0.2), (0.72, 0.28, 0.3), (0.62, 0.28, 0.10),
+                       (0.52, 0.28, 0.20), (0.57, 0.33, 0.10), (0.52, 0.33, 0.15), (0.67, 0.28, 0.05)]
 
 
 def main(beir: list[str]) -> None:
@@ -46,6 +50,9 @@ def main(beir: list[str]) -> None:
             score(name, name)
         for label, power, weight in CANDIDATES:
             score(label, "fusion", FusionDriver(weight, 1 - weight, lexical_power=power))
+        for lexical, cosine, covered in COVERAGE_CANDIDATES:
+            score(f"{lexical:g} / {cosine:g} + coverage {covered:g}", "fusion",
+                  FusionDriver(lexical, cosine, coverage_weight=covered))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ Differences from baseline, each a standard IR adjustment rather than a fit to on
   is measured from the embedder's similarity floor up; merged LEXICAL_WEIGHT / COSINE_WEIGHT. Min-max
   stretched a small pool's one weak word match to the lexical lane's 1.0, over the paraphrase the
   vector lane ranked first;
+- a third, smaller lane, query-term coverage (retrieval.coverage: the share of the query's
+  meaningful words a memory holds, unweighted): BM25's share rewards the rarest word, coverage
+  holding all of them, what a question with several constraints asks for (COVERAGE_WEIGHT);
 - neighbour context: a memory is raised by the better score of the memories just before and after
   it in its source (Candidate.position): a reply whose words are in the turn it answers, a chunk
   that continues the one naming its subject;
@@ -30,6 +33,7 @@ DRIVER BOUNDARY: imports only halomem.types and halomem.retrieval.
 from __future__ import annotations
 
 from halomem.retrieval.concepts import with_concepts
+from halomem.retrieval.coverage import coverage_scores
 from halomem.retrieval.evidence import evidenced, only, similarity_floor
 from halomem.retrieval.evidence_share import LEXICAL_POWER, cosine_above_floor, lexical_share, query_mass
 from halomem.retrieval.merge import weighted_sum
@@ -37,24 +41,26 @@ from halomem.retrieval import gather_pool, subject_scores, with_neighbour_contex
 from halomem.types import Capabilities, RetrieverQuery, ScoredRef, estimate_tokens, fit_budget, rank_key
 
 VECTOR_K = 200
-LEXICAL_WEIGHT = 0.72
-COSINE_WEIGHT = 0.28
+LEXICAL_WEIGHT = 0.57
+COSINE_WEIGHT = 0.33
 BM25_K1 = 1.5
 BM25_B = 0.3
 SOURCE_CONTEXT_WEIGHT = 0.5
 NEIGHBOUR_CONTEXT_WEIGHT = 0.3
 SUBJECT_WEIGHT = 0.2  # a bonus on top of the two lanes' 1.0
+COVERAGE_WEIGHT = 0.10  # query-term coverage (retrieval.coverage): a memory holding all the query asks for
 
 
 class FusionDriver:
     name = "fusion"
 
     def __init__(self, lexical_weight: float = LEXICAL_WEIGHT, cosine_weight: float = COSINE_WEIGHT,
-                 context: bool = True, lexical_power: float = LEXICAL_POWER) -> None:
+                 context: bool = True, lexical_power: float = LEXICAL_POWER, coverage_weight: float = COVERAGE_WEIGHT,
+                 raw_cosine: bool = False) -> None:
         """The shipped setting by default; other settings, or no context (subject, neighbour and
         source), are what `bench quality --lanes` and tools/fusion_candidates.py measure."""
         self._lexical_weight, self._cosine_weight, self._context = lexical_weight, cosine_weight, context
-        self._lexical_power = lexical_power
+        self._lexical_power, self._coverage_weight, self._raw_cosine = lexical_power, coverage_weight, raw_cosine
 
     def capabilities(self) -> Capabilities:
         return Capabilities(graph=False, streaming=False)
@@ -67,7 +73,10 @@ class FusionDriver:
         floor = similarity_floor(q.view)
         share = lexical_share(lexical, query_mass(q.view, q.query, pool.content, pool.bm25 is not None),
                               self._lexical_power)
-        lanes = [(share, self._lexical_weight), (cosine_above_floor(pool.cosine, floor), self._cosine_weight)]
+        cosine = pool.cosine if self._raw_cosine else cosine_above_floor(pool.cosine, floor)
+        lanes = [(share, self._lexical_weight), (cosine, self._cosine_weight)]
+        if self._coverage_weight:
+            lanes.append((coverage_scores(q.query, pool.content), self._coverage_weight))
         subject = subject_scores(q.view, q.query, pool.content) if self._context else {}
         if 0 < sum(subject.values()) < len(subject):  # a lane that sets some memories apart
             lanes.append((subject, SUBJECT_WEIGHT))
