@@ -25,7 +25,7 @@ IDENTITY_WRITER, IDENTITY_TABLES = "halomem.auth.store", {"principals", "lineage
 # walks: a speed decision, never rows or counts handed to a caller (index/catalog.py)
 # reembed and a migration's backfill (v14's content keys): every row of the store, by design
 KERNEL_WIDE_READS = {"halomem.index.catalog", "halomem.write.reembed", "halomem.db.migrations"}
-HISTORY_READS = {"history", "_explain_not_head", "erase", "replay"}  # read superseded/erased rows on purpose
+HISTORY_READS = {"history", "_explain_not_head", "erase", "replay", "visible_row"}  # superseded/erased rows on purpose
 WRITE_KINDS = {"InsertStmt", "UpdateStmt", "DeleteStmt", "CopyStmt", "CreateStmt", "AlterTableStmt", "IndexStmt",
                "GrantStmt", "CreateRoleStmt", "TruncateStmt", "DropStmt", "CreateExtensionStmt", "MergeStmt"}
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%s")

@@ -340,3 +340,24 @@ def test_erasing_a_turn_erases_the_facts_formed_from_it(kernel) -> None:  # noqa
         assert conn.execute(sa.text("SELECT count(*) FROM memories WHERE content LIKE '%Rue Cler%'")).scalar_one() == 0
     [row] = [r for r in audit_rows(kernel, "erase")]
     assert row["derived"] == [facts["Noted: Alice lives in 12 Rue Cler"]]
+
+
+def test_a_target_superseded_while_the_model_thought_leaves_the_fact_standing_alone(kernel) -> None:  # noqa: ANN001
+    with ScriptedLLM(facts_for("lives")) as llm, chat_model(kernel, llm) as ops:
+        old = ops.ingest_bytes(chat(("s1", "Alice", "Alice lives in Paris")), fmt="chat",
+                               extract=True).extraction.extracted[0].facts[0]
+
+    def racing(request: dict, schema: str) -> Reply:
+        if schema == "halomem_facts":
+            return facts_for("lives")(request, schema)
+        for_operator(kernel, "acme/a").supersede(old, "Noted: Alice lives in Rome")  # another writer wins first
+        return Reply(json.dumps({"action": "supersede", "target": old}))
+
+    with ScriptedLLM(racing) as llm, chat_model(kernel, llm) as ops:
+        report = ops.ingest_bytes(chat(("s2", "Alice", "Alice lives in Berlin")), fmt="chat", extract=True)
+    [done] = report.extraction.extracted
+    assert done.superseded == [] and len(done.facts) == 1 and report.extraction.failed == []
+    update = [r for r in audit_rows(kernel, "model") if r["purpose"] == "halomem_update"][-1]
+    assert update["action"] == "add" and update["facts"] == done.facts  # one row for the call, whatever it led to
+    live = {r.content for r in rows(kernel) if r.t_valid_to is None and (r.source or "").startswith("facts:")}
+    assert live == {"Noted: Alice lives in Rome", "Noted: Alice lives in Berlin"}

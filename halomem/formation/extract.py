@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Sequence, TypeVar
 
 from ..audit.usage import EXTRACT, MODEL, tokens_since
-from ..errors import ConflictError, HalomemError
+from ..errors import ConflictError, HalomemError, NotFoundError
 from ..results import Extraction, SessionExtracted, SessionFailed
 from ..types import Namespace
 from ..write import consolidate
@@ -104,6 +104,7 @@ class Formation:
         provenance = {"format": "fact", "session": name, "turns": list(fact.turns),
                       "turn_ids": [turns[n].id for n in fact.turns], "model": self.model.model}
         source = (lookups.FACTS_SOURCE + name)[:200]
+        call: dict[str, Any] | None = None
         if shown:
             ids = [c.id for c in shown]
             decision, call = self._ask(UPDATE, update_messages(fact.content, shown), UPDATE_MAX_TOKENS,
@@ -116,7 +117,7 @@ class Formation:
                 try:
                     made = self.kernel.writer.supersede(ns, decision.target, fact.content, source=source,
                                                         provenance=provenance, request_id=self.request_id)
-                except ConflictError:  # superseded meanwhile: the fact stands on its own
+                except (ConflictError, NotFoundError):  # superseded or erased meanwhile: the fact stands alone
                     made = None
                 if made is not None:
                     tally.facts.append(made.id)
@@ -124,11 +125,12 @@ class Formation:
                     self._record(MODEL, {**call, "outcome": "ok", "action": "supersede", "facts": [made.id],
                                          "superseded": [decision.target]})
                     return made.id
-            else:
-                self._record(MODEL, {**call, "outcome": "ok", "action": "add", "facts": []})
         made = self.kernel.writer.remember(ns, fact.content, source=source, provenance=provenance,
                                            request_id=self.request_id)
-        if made.status != "created":
+        written = [made.id] if made.status == "created" else []
+        if call is not None:  # the update call's row, with what it led to
+            self._record(MODEL, {**call, "outcome": "ok", "action": "add", "facts": written})
+        if not written:
             tally.unchanged += 1
             return None
         tally.facts.append(made.id)
