@@ -87,13 +87,15 @@ def main() -> None:
             print(f"turns written: {report.written} of {len(lines)}; sessions: {len(ex.extracted)} extracted, "
                   f"{len(ex.failed)} failed ({dict(Counter(f.kind for f in ex.failed))}); {first_s:.1f} s")
             print(f"facts written: {sum(len(s.facts) for s in ex.extracted)}, superseding: "
-                  f"{sum(len(s.superseded) for s in ex.extracted)}, already held: {sum(s.unchanged for s in ex.extracted)}")
+                  f"{sum(len(s.superseded) for s in ex.extracted)}, already held: {sum(s.unchanged for s in ex.extracted)}; "
+                  f"model calls so far: {sum(d['calls'] for d in ops.usage(1))}")
             kernel.settings = Settings(home=home, embedder=embedder, llm_url=healthy.url, llm_model="scripted-1")
             kernel._chat_model = None
             retried = ops.extract(retry=True)
             print(f"retry: {len(retried.extracted)} sessions extracted, {len(retried.failed)} failed; facts "
                   f"{sum(len(s.facts) for s in retried.extracted)}, superseding "
-                  f"{sum(len(s.superseded) for s in retried.extracted)}")
+                  f"{sum(len(s.superseded) for s in retried.extracted)}; model calls so far: "
+                  f"{sum(d['calls'] for d in ops.usage(1))}")
             print(f"retry again: {ops.extract(retry=True).to_dict()}")
             rows = kernel.audit_tail(5000)
             actions = Counter((r.action, r.fields.get("outcome")) for r in rows if r.action in ("model", "extract"))
