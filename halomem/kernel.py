@@ -161,15 +161,15 @@ class Kernel:
             rows, bad = parse_chat(raw, label, skip_bad)
         else:
             rows, bad = parse_ingest_bytes(raw, fmt, skip_bad, label=label)
-        request_id = request_id or new_request_id()
-        report = self._ingest_rows(namespace(ns), rows, bad, label, progress.get("progress"),
-                                   progress.get("on_parsed"), request_id, progress.get("on_write"))
+        ns, request_id = namespace(ns), request_id or new_request_id()
+        report = self._ingest_rows(ns, rows, bad, label, progress.get("progress"), progress.get("on_parsed"),
+                                   request_id, progress.get("on_write"))
         if model is None:
             return report
         from .formation.run import sessions_to_extract
 
-        return replace(report, extraction=self._form(namespace(ns), model, sessions_to_extract(
-            self.engine, namespace(ns), rows, report.items), request_id))
+        return replace(report, extraction=self._form(ns, model, sessions_to_extract(self.engine, ns, rows, report.items),
+                                                     request_id))
 
     def extract(self, ns: str | Namespace, *, retry: bool = False, sessions: Sequence[str] = (),
                 request_id: str | None = None) -> Any:
@@ -179,7 +179,9 @@ class Kernel:
 
         ns = namespace(ns)
         model = self.chat_model()
-        chosen = (failed_sessions(self.engine, ns) if retry else []) + stored_sessions(self.engine, ns, sessions)
+        failed = failed_sessions(self.engine, ns) if retry else []
+        again = {s.name for s in failed}  # a failed session also named is extracted once
+        chosen = failed + stored_sessions(self.engine, ns, [name for name in dict.fromkeys(sessions) if name not in again])
         return self._form(ns, model, chosen, request_id or new_request_id())
 
     def model_usage(self, ns: str | Namespace, days: float = 7.0) -> list[dict[str, Any]]:

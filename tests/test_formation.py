@@ -361,3 +361,11 @@ def test_a_target_superseded_while_the_model_thought_leaves_the_fact_standing_al
     assert update["action"] == "add" and update["facts"] == done.facts  # one row for the call, whatever it led to
     live = {r.content for r in rows(kernel) if r.t_valid_to is None and (r.source or "").startswith("facts:")}
     assert live == {"Noted: Alice lives in Rome", "Noted: Alice lives in Berlin"}
+
+
+def test_a_session_named_twice_or_also_failed_is_extracted_once(kernel) -> None:  # noqa: ANN001
+    with ScriptedLLM(lambda request, schema: Reply(status=500)) as llm, chat_model(kernel, llm, llm_retries=0) as ops:
+        assert ops.ingest_bytes(chat(("s1", "Alice", "Alice lives in Paris")), fmt="chat", extract=True).extraction.failed
+    with ScriptedLLM(facts_for("lives")) as llm, chat_model(kernel, llm) as ops:
+        done = ops.extract(retry=True, sessions=["s1", "s1"])
+        assert [s.session for s in done.extracted] == ["s1"] and len(llm.calls("halomem_facts")) == 1

@@ -55,12 +55,12 @@ class FusionDriver:
     name = "fusion"
 
     def __init__(self, lexical_weight: float = LEXICAL_WEIGHT, cosine_weight: float = COSINE_WEIGHT,
-                 context: bool = True, lexical_power: float = LEXICAL_POWER, coverage_weight: float = COVERAGE_WEIGHT,
-                 raw_cosine: bool = False) -> None:
+                 context: bool = True, lexical_power: float = LEXICAL_POWER,
+                 coverage_weight: float = COVERAGE_WEIGHT) -> None:
         """The shipped setting by default; other settings, or no context (subject, neighbour and
         source), are what `bench quality --lanes` and tools/fusion_candidates.py measure."""
         self._lexical_weight, self._cosine_weight, self._context = lexical_weight, cosine_weight, context
-        self._lexical_power, self._coverage_weight, self._raw_cosine = lexical_power, coverage_weight, raw_cosine
+        self._lexical_power, self._coverage_weight = lexical_power, coverage_weight
 
     def capabilities(self) -> Capabilities:
         return Capabilities(graph=False, streaming=False)
@@ -73,8 +73,7 @@ class FusionDriver:
         floor = similarity_floor(q.view)
         share = lexical_share(lexical, query_mass(q.view, q.query, pool.content, pool.bm25 is not None),
                               self._lexical_power)
-        cosine = pool.cosine if self._raw_cosine else cosine_above_floor(pool.cosine, floor)
-        lanes = [(share, self._lexical_weight), (cosine, self._cosine_weight)]
+        lanes = [(share, self._lexical_weight), (cosine_above_floor(pool.cosine, floor), self._cosine_weight)]
         if self._coverage_weight:
             lanes.append((coverage_scores(q.query, pool.content), self._coverage_weight))
         subject = subject_scores(q.view, q.query, pool.content) if self._context else {}

@@ -22,10 +22,11 @@ class EmbedderOptions:
 
     @classmethod
     def from_settings(cls, settings: Any) -> "EmbedderOptions":
+        from functools import partial
+
         from ..config import number_setting
 
-        def number(key: str, kind: type, default: Any, low: float) -> Any:
-            return number_setting(settings, key, kind, default, low)
+        number = partial(number_setting, settings)  # (key, kind, default, lowest)
 
         return cls(model=getattr(settings, "embedder_model", None) or None,
                    url=getattr(settings, "embedder_url", None) or None,

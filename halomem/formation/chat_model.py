@@ -54,10 +54,11 @@ class ChatOptions:
         if not str(url).startswith(("http://", "https://")):
             raise ConfigError("HALOMEM_LLM_URL must be an http(s) base URL ending in /v1")
 
+        from functools import partial
+
         from ..config import number_setting
 
-        def number(key: str, kind: type, default: Any, low: float) -> Any:
-            return number_setting(settings, key, kind, default, low)
+        number = partial(number_setting, settings)  # (key, kind, default, lowest)
 
         return cls(str(url).rstrip("/"), str(model), number("llm_timeout_s", float, cls.timeout_s, 0.1),
                    number("llm_retries", int, cls.retries, 0),
