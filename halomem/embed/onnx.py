@@ -5,6 +5,8 @@ package's weights by embed/onnx_graph.py: no torch, nothing downloaded. ``onnx:/
 export of the same architecture: a directory with model.onnx (or model_int8.onnx) and
 tokenizer.json, or one .onnx file in such a directory, whose output is the last hidden state (pooled
 here) or the sentence embedding (tools/build_embedders.py makes these for `halomem bench embed`).
+``onnx:bge-small-en-v1.5`` (``--embedder bge``) runs an export a registry package ships, with its own
+pooling and window, one text per call (embed/packaged.py).
 
 Texts are tokenized by MiniLM's own WordPiece (tokenizers, in Rust), cut to its 256-token window,
 sorted by length and run in batches of similar length under a token budget: padding is the cost a
@@ -20,6 +22,7 @@ from typing import Any, Sequence
 
 from ..errors import ConfigError
 from .calibrate import TRANSFORMER_PERCENTILE
+from .packaged import ENCODERS
 
 SHIPPED = "minilm-l6-v2"
 WINDOW_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length
@@ -59,6 +62,7 @@ class OnnxEmbedder:
         self._session: Any = None
         self.calibrated_floor: float | None = None
         self._lock = threading.Lock()
+        self._pooling, self._window, self._max_batch = "mean", WINDOW_TOKENS, MAX_BATCH
         if model in (None, "", SHIPPED):
             from .onnx_graph import PACKAGE_DIR, source_model
 
@@ -68,6 +72,14 @@ class OnnxEmbedder:
             self.model = SHIPPED
             self.name = f"onnx:{SHIPPED}"
             self.calibrated_floor = SHIPPED_NOISE_FLOOR
+        elif model in ENCODERS:  # a ready-made export a registry package ships (embed/packaged.py)
+            packaged = ENCODERS[model]
+            self._weights, self._tokenizer_file = packaged.files()
+            self._pooling, self._window = packaged.pooling, packaged.window
+            self._max_batch = 1  # dynamic int8: a batch-mate would change the vector (embed/packaged.py)
+            self.model = model
+            self.name = f"onnx:{model}"
+            self.calibrated_floor = packaged.noise_floor
         else:
             self._weights, self._tokenizer_file = self._export(Path(model).expanduser())
             self.model = f"{self._tokenizer_file.parent.name}/{self._weights.stem}"
@@ -100,7 +112,7 @@ class OnnxEmbedder:
                 raise
             except Exception as exc:  # a damaged or foreign model file is a configuration problem
                 raise ConfigError(f"cannot load onnx embedder {self.name}: {exc}") from None
-            tokenizer.enable_truncation(WINDOW_TOKENS)
+            tokenizer.enable_truncation(self._window)
             tokenizer.no_padding()
             self._np, self._tokenizer = np, tokenizer
             self._inputs = {i.name for i in session.get_inputs()}
@@ -139,7 +151,7 @@ class OnnxEmbedder:
         while start < len(order):
             longest = len(encoded[order[start]].ids)
             end = start + 1  # grow the batch while rows x (its longest row) fits the budget
-            while end < len(order) and end - start < MAX_BATCH and \
+            while end < len(order) and end - start < self._max_batch and \
                     (end - start + 1) * len(encoded[order[end]].ids) <= max(BATCH_TOKENS, longest):
                 end += 1
             rows = order[start:end]
@@ -160,8 +172,8 @@ class OnnxEmbedder:
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(batch)
         result = self._session.run(None, feed)[0]
-        if result.ndim == 3:  # a plain export's last hidden state: mean over the mask, then L2
-            result = (result * mask[..., None]).sum(axis=1)
+        if result.ndim == 3:  # a last hidden state: [CLS] (as bge was trained) or the mean over the mask, then L2
+            result = result[:, 0, :] if self._pooling == "cls" else (result * mask[..., None]).sum(axis=1)
             norms = np.linalg.norm(result, axis=1, keepdims=True)
             result = result / np.where(norms > 0, norms, 1)
         return result.astype(np.float64).tolist()
