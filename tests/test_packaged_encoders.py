@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -83,17 +85,25 @@ def test_a_file_that_is_not_the_measured_one_is_refused(tmp_path: Path, monkeypa
         missing.files()
 
 
-def test_a_store_moves_to_bge_and_finds_by_meaning(cli) -> None:  # noqa: ANN001
-    """`halomem reembed --embedder bge` moves a store; its search then runs on bge (a paraphrase
-    found with no word in common)."""
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return cli(*args, timeout=300)
+def test_a_store_moves_to_bge_and_finds_by_meaning(tmp_path: Path) -> None:
+    """`halomem reembed --embedder bge` moves a store of its own (never the session's shared one);
+    its search then runs on bge (a paraphrase found with no word in common)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HALOMEM_")}
+    env["HALOMEM_HOME"] = str(tmp_path / "home")
 
-    assert run("remember", "--ns", "acme/eng", "The payroll export runs every Friday night.").returncode == 0
-    assert run("remember", "--ns", "acme/eng", "Lunch is served in the atrium.").returncode == 0
-    moved = run("reembed", "--embedder", "bge")
-    assert moved.returncode == 0, moved.stderr
-    found = run("search", "--ns", "acme/eng", "--json", "when are salaries exported?")
-    assert found.returncode == 0, found.stderr
-    assert "payroll" in found.stdout.split("Lunch")[0]
-    assert '"embedder": "onnx:bge-small-en-v1.5"' in run("init", "--json").stdout  # the store's own
+    def run(*args: str, **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "halomem.cli.main", *args], env={**env, **extra},
+                              capture_output=True, text=True, timeout=300)
+
+    try:
+        assert run("init", HALOMEM_EMBEDDER="hash").returncode == 0  # a store made on another embedder
+        assert run("remember", "--ns", "acme/eng", "The payroll export runs every Friday night.").returncode == 0
+        assert run("remember", "--ns", "acme/eng", "Lunch is served in the atrium.").returncode == 0
+        moved = run("reembed", "--embedder", "bge")
+        assert moved.returncode == 0, moved.stderr
+        found = run("search", "--ns", "acme/eng", "--json", "when are salaries exported?")
+        assert found.returncode == 0, found.stderr
+        assert "payroll" in found.stdout.split("Lunch")[0]
+        assert '"embedder": "onnx:bge-small-en-v1.5"' in run("init", "--json").stdout  # the store's own
+    finally:
+        run("db", "stop")

@@ -1,8 +1,8 @@
 """Would a cross-encoder pay? fusion's top DEPTH reordered by the packaged ms-marco-MiniLM-L-12-v2.
 
-    python tools/rerank_candidates.py BEIR_DIR [DEPTH] [TOKENS]
+    python tools/rerank_candidates.py SET [DEPTH] [TOKENS]
 
-Loads the BEIR folder into a scratch store on the default embedder, then scores fusion, keyword and
+SET: locomo, sessions, org-concepts, paraphrases, or a BEIR folder. Loads it into a scratch store on the default embedder, then scores fusion, keyword and
 two rerankings of fusion's top DEPTH (the cross-encoder alone; half cross-encoder, half fusion's own
 score, min-max over the DEPTH) with the same evaluation as `halomem bench quality`, and the cross-
 encoder's milliseconds per query. Dev only: the measurement behind docs/bench/embed.md's rerank
@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from halomem.bench.datasets import load_beir
 from halomem.bench.harness import ephemeral_kernel, evaluate, load
 from halomem.drivers.fusion import FusionDriver
 from halomem.embed.packaged import MS_MARCO_RERANKER
@@ -74,8 +73,10 @@ class Reranked:
         return ([head[i] for i in order] + tail)[:q.k]
 
 
-def main(folder: str, depth: int = 10, tokens: int = 256) -> None:
-    ds = load_beir(Path(folder))
+def main(name: str, depth: int = 10, tokens: int = 256) -> None:
+    from halomem.cli.bench_cmds import _dataset
+
+    ds = _dataset("beir", Path(name)) if Path(name).is_dir() else _dataset(name, None)
     encoder = CrossEncoder(tokens)
     candidates = {r.name: r for r in (Reranked(encoder, depth, 1.0), Reranked(encoder, depth, 0.5))}
     with ephemeral_kernel("default") as kernel:
