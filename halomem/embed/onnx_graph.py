@@ -49,9 +49,9 @@ def source_model() -> Path:
 
 def cache_dirs() -> list[Path]:
     """Where a built graph may live, in the order they are tried: the package, then the user's cache."""
-    explicit = os.environ.get("HALOMEM_CACHE_DIR")
-    base = Path(explicit) if explicit else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "halomem"
-    return [PACKAGE_DIR, base / "minilm-l6-v2"]
+    from .packaged import cache_home
+
+    return [PACKAGE_DIR, cache_home() / "minilm-l6-v2"]
 
 
 def built_model() -> Path | bytes:

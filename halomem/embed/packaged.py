@@ -70,12 +70,17 @@ MS_MARCO_RERANKER = PackagedModel(
 ENCODERS = {BGE_SMALL.name: BGE_SMALL}
 
 
+def cache_home() -> Path:
+    """halomem's cache directory: HALOMEM_CACHE_DIR, else $XDG_CACHE_HOME/halomem (~/.cache/halomem)."""
+    explicit = os.environ.get("HALOMEM_CACHE_DIR")
+    return Path(explicit) if explicit else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "halomem"
+
+
 def _verified(path: Path, digest: str) -> bool:
     """The file's SHA-256 is ``digest``; remembered per (path, size, mtime) in the user's cache, so
     a process pays the 30 ms of hashing 34 MB once per install, not once per start."""
     stat = path.stat()
-    stamp_dir = Path(os.environ.get("HALOMEM_CACHE_DIR") or
-                     Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "halomem") / "verified"
+    stamp_dir = cache_home() / "verified"
     key = hashlib.sha256(f"{path}|{stat.st_size}|{stat.st_mtime_ns}|{digest}".encode()).hexdigest()[:32]
     stamp = stamp_dir / key
     if stamp.is_file():
