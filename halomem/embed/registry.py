@@ -12,7 +12,7 @@ from .options import EmbedderOptions
 
 T = TypeVar("T")
 
-KINDS = ("static", "openai", "hash", "onnx", "minilm", "bge")
+KINDS = ("static", "openai", "hash", "onnx", "minilm")
 ALIASES = {"bge": "onnx:bge-small-en-v1.5"}  # the packaged encoders' short names (embed/packaged.py)
 DEFAULT_SPEC = "onnx"  # all-MiniLM-L6-v2 on ONNX Runtime: the local semantic default (docs/bench/embed.md)
 
@@ -21,8 +21,8 @@ def split_spec(spec: str) -> tuple[str, str | None]:
     """"kind" or "kind:model" (a model name, or a path for static/onnx)."""
     spec = ALIASES.get(spec.strip(), spec)
     kind, _, model = spec.strip().partition(":")
-    if kind not in KINDS or kind in ALIASES:
-        raise ConfigError(f"unknown embedder {kind!r} (known: {', '.join(KINDS)})")
+    if kind not in KINDS:
+        raise ConfigError(f"unknown embedder {kind!r} (known: {', '.join((*KINDS, *ALIASES))})")
     return kind, (model or None)
 
 

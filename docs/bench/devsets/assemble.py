@@ -23,6 +23,17 @@ import sys
 from pathlib import Path
 
 
+def write_beir(out: Path, docs: dict[str, str], queries: dict[str, str], relevant: list[tuple[str, str]]) -> None:
+    """A BEIR folder: corpus.jsonl, queries.jsonl and qrels/test.tsv (every pair relevant, score 1)."""
+    (out / "qrels").mkdir(parents=True, exist_ok=True)
+    (out / "corpus.jsonl").write_text("".join(json.dumps({"_id": i, "title": "", "text": t}) + "\n"
+                                              for i, t in docs.items()), encoding="utf-8")
+    (out / "queries.jsonl").write_text("".join(json.dumps({"_id": i, "text": t}) + "\n"
+                                               for i, t in queries.items()), encoding="utf-8")
+    (out / "qrels/test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"{q}\t{d}\t1\n" for q, d in relevant), encoding="utf-8")
+
+
 def scifact(src: Path, out: Path) -> tuple[int, int]:
     docs = {}
     for line in (src / "scifact_antonym/corpus_candidate.jsonl").read_text(encoding="utf-8").splitlines():
@@ -31,13 +42,8 @@ def scifact(src: Path, out: Path) -> tuple[int, int]:
     claims = [json.loads(line) for line in (src / "scifact/claim_contradict_topic_relevant.jsonl")
               .read_text(encoding="utf-8").splitlines()]
     kept = [c for c in claims if c["cited_doc_ids"] and all(str(d) in docs for d in c["cited_doc_ids"])]
-    (out / "qrels").mkdir(parents=True, exist_ok=True)
-    (out / "corpus.jsonl").write_text("".join(json.dumps({"_id": i, "title": "", "text": t}) + "\n"
-                                              for i, t in docs.items()), encoding="utf-8")
-    (out / "queries.jsonl").write_text("".join(json.dumps({"_id": str(c["id"]), "text": c["claim"]}) + "\n"
-                                               for c in kept), encoding="utf-8")
-    (out / "qrels/test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
-        f"{c['id']}\t{d}\t1\n" for c in kept for d in c["cited_doc_ids"]), encoding="utf-8")
+    write_beir(out, docs, {str(c["id"]): c["claim"] for c in kept},
+               [(c["id"], d) for c in kept for d in c["cited_doc_ids"]])
     return len(docs), len(kept)
 
 
@@ -51,13 +57,8 @@ def scifact_antonym(src: Path, out: Path) -> tuple[int, int]:
     folder = src / "scifact_antonym"
     docs = [json.loads(line) for line in (folder / "corpus_antonym.jsonl").read_text(encoding="utf-8").splitlines()]
     queries = [json.loads(line) for line in (folder / "queries_antonym.jsonl").read_text(encoding="utf-8").splitlines()]
-    (out / "qrels").mkdir(parents=True, exist_ok=True)
-    (out / "corpus.jsonl").write_text("".join(json.dumps({"_id": d["doc_id"], "title": "", "text": d["text"]}) + "\n"
-                                              for d in docs), encoding="utf-8")
-    (out / "queries.jsonl").write_text("".join(json.dumps({"_id": q["query_id"], "text": q["query"]}) + "\n"
-                                               for q in queries), encoding="utf-8")
-    (out / "qrels/test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
-        f"{q['query_id']}\t{d}\t1\n" for q in queries for d in q["constraint_satisfying_doc_ids"]), encoding="utf-8")
+    write_beir(out, {d["doc_id"]: d["text"] for d in docs}, {q["query_id"]: q["query"] for q in queries},
+               [(q["query_id"], d) for q in queries for d in q["constraint_satisfying_doc_ids"]])
     return len(docs), len(queries)
 
 
@@ -80,15 +81,9 @@ def cisi(src: Path, out: Path) -> tuple[int, int]:
         if hashlib.md5(data).hexdigest() != CISI_MD5[ext]:
             raise SystemExit(f"CISI_simplified.{ext} is not the file these results were measured on")
     docs, queries = _smart_records(files["ALL"].decode()), _smart_records(files["QRY"].decode())
-    pairs = [line.split() for line in files["REL"].decode().splitlines() if line.strip()]
+    pairs = [tuple(line.split()) for line in files["REL"].decode().splitlines() if line.strip()]
     judged = sorted({q for q, _ in pairs}, key=int)
-    (out / "qrels").mkdir(parents=True, exist_ok=True)
-    (out / "corpus.jsonl").write_text("".join(json.dumps({"_id": i, "title": "", "text": t}) + "\n"
-                                              for i, t in docs.items()), encoding="utf-8")
-    (out / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": queries[q]}) + "\n"
-                                               for q in judged), encoding="utf-8")
-    (out / "qrels/test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
-        f"{q}\t{d}\t1\n" for q, d in pairs), encoding="utf-8")
+    write_beir(out, docs, {q: queries[q] for q in judged}, pairs)
     return len(docs), len(judged)
 
 
