@@ -236,8 +236,7 @@ class Searcher:
         record.update({"k": k, "budget": budget, "embedder": embedder, "via": trace.transport if trace else "local",
                        "query": seen_log.query_digest(salt, query), "refs": seen_log.refs_field(returned)})
         with self.engine.begin() as conn:
-            seq = audit.append(conn, ns.path, "search", record, request_id)
-            seen_log.record(conn, seq, returned, salt, query)
+            audit.append(conn, ns.path, "search", record, request_id, beside=seen_log.beside_row(returned, salt, query))
 
     def _audit(self, ns: Namespace, action: str, record: dict[str, object], request_id: str) -> None:
         with self.engine.begin() as conn:

@@ -77,6 +77,8 @@ def test_a_namespace_with_its_own_index_is_walked(kernel):
     with _statements(kernel) as captured, kernel.index.reader() as reader:
         hits = reader.vector_search(Scope(Namespace("acme/big")), query, 10)
     assert len(hits) == 10
-    [probe] = [sql for sql in captured if "memories.embedding" in sql and "ORDER BY" in sql]
+    [lane] = [sql for sql in captured if "memories.embedding" in sql and "ORDER BY" in sql]
+    probe, passages = lane.split(" UNION ALL SELECT passage.")  # the memories' own vectors, then passages'
     # acme/big walks its own index; its empty ancestor acme is scanned
     assert probe.count("<=>") == 2 and probe.count("cosine_distance(") == 2  # each in SELECT and ORDER BY
+    assert "passages.embedding <=>" in passages  # the lineage's passages walked too

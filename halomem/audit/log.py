@@ -154,24 +154,58 @@ def row_hash(prev_hash: str, seq: int, at: datetime, actor_ns: str, action: str,
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def append(conn: Connection, actor_ns: str, action: str, record: dict[str, Any], request_id: str) -> int:
+def append(conn: Connection, actor_ns: str, action: str, record: dict[str, Any], request_id: str, *,
+           beside: "Beside | None" = None) -> int:
     """Append one row: ``record`` is its fields as data (``outcome`` first by convention: ``ok``,
-    ``refused``, ``failed``...), never text to parse back."""
+    ``refused``, ``failed``...), never text to parse back. Two statements: the chain's lock, then
+    the row, which reads the chain's head and makes its own hash (row_hash, in SQL) after the lock
+    is held (each statement's snapshot is taken when it starts). ``beside``: rows of other tables
+    written in the row's own statement (a search's refs: audit.seen)."""
     record = clean(dict(record))
-    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": AUDIT_LOCK})
-    last = conn.execute(sa.select(audit_log.c.seq, audit_log.c.hash)
-                        .order_by(audit_log.c.seq.desc()).limit(1)).first()
-    seq, prev = (last.seq + 1, last.hash) if last else (1, GENESIS)
     at = datetime.now(timezone.utc)
     principal = _ACTOR.get()
-    digest = row_hash(prev, seq, at, actor_ns, action, record, request_id, principal)
-    conn.execute(audit_log.insert().values(seq=seq, at=at, actor_ns=actor_ns, action=action, fields=record,
-                                           row_format=ROW_FORMAT, request_id=request_id, prev_hash=prev,
-                                           hash=digest, principal=principal))
+    micros = (at - _EPOCH) // timedelta(microseconds=1)
+    after_head = canonical([micros, actor_ns, action, record, request_id, principal])
+    conn.execute(_LOCK, {"k": AUDIT_LOCK})
+    values = {"at": at, "actor_ns": actor_ns, "action": action, "fields": canonical(record), "request_id": request_id,
+              "principal": principal, "format": ROW_FORMAT, "after_head": after_head[1:], "genesis": GENESIS}
+    if beside is not None:
+        values.update(beside.values)
+    seq = conn.execute(_APPEND if beside is None else beside.statement, values).scalar_one()
     trace = _TRACE.get()
     if trace is not None and trace.request_id == request_id:
         trace.rows += 1
-    return seq
+    return int(seq)
+
+
+_LOCK = sa.text("SELECT pg_advisory_xact_lock(:k)")
+# row_hash's format 2 in SQL: canonical([2, head hash, seq, micros, ...]) is '[2,"<head hash>",<seq>,'
+# followed by the canonical list of the rest without its '[' (a hex digest and an integer encode as
+# themselves); test_audit holds the two equal, on text far from ASCII too
+_APPEND_SQL = (
+    "INSERT INTO audit_log (seq, at, actor_ns, action, fields, request_id, prev_hash, hash, principal, row_format)"
+    " SELECT head.seq + 1, :at, :actor_ns, :action, CAST(:fields AS jsonb), :request_id, head.hash,"
+    " encode(sha256(convert_to('[' || :format || ',\"' || head.hash || '\",' || (head.seq + 1) || ','"
+    " || :after_head, 'UTF8')), 'hex'), :principal, :format"
+    " FROM (SELECT seq, hash FROM (SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1) AS newest"
+    " UNION ALL SELECT 0, :genesis ORDER BY seq DESC LIMIT 1) AS head RETURNING seq")
+_AT = sa.bindparam("at", type_=sa.DateTime(timezone=True))
+_APPEND = sa.text(_APPEND_SQL).bindparams(_AT)
+
+
+@dataclass(frozen=True)
+class Beside:
+    """Rows of other tables written in an append's own statement: ``statement`` made once by
+    beside_statement, ``values`` its own parameters."""
+
+    statement: sa.TextClause
+    values: dict[str, Any]
+
+
+def beside_statement(then: str) -> sa.TextClause:
+    """The append followed, in one statement, by ``then``: more data-modifying CTEs and a final
+    statement that read the new row's seq from ``appended`` and return it."""
+    return sa.text(f"WITH appended AS ({_APPEND_SQL}){then}").bindparams(_AT)
 
 
 _ROW = [audit_log.c[name] for name in ("seq", "at", "actor_ns", "action", "fields", "request_id", "prev_hash",

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 from ..db.schema import audit_log, memories, search_queries, search_seen
 from ..index.acl import in_subtree
 from ..results import Sighting, WhoSaw
+from .log import Beside, beside_statement
 
 SCORE_DIGITS = 4  # scores as recorded: enough to tell a re-ranking, not a fingerprint of the vectors
 
@@ -49,22 +50,23 @@ def new_salt() -> str:
     return secrets.token_hex(16)
 
 
-def record(conn: Connection, seq: int, seen: Sequence[Seen], salt: str, query: str) -> None:
-    """The search row ``seq``'s refs and query text, in the transaction that appended the row."""
-    conn.execute(_RECORD, {"seq": seq, "at": datetime.now(timezone.utc), "salt": salt, "query": query,
-                           "ranks": [s.rank for s in seen], "tiers": [s.tier for s in seen],
-                           "refs": [s.ref for s in seen], "ids": [s.memory_id for s in seen],
-                           "scores": [round(s.score, SCORE_DIGITS) for s in seen]})
+def beside_row(seen: Sequence[Seen], salt: str, query: str) -> Beside:
+    """The search row's refs and query text, written in the row's own statement (audit.log.append)."""
+    return Beside(_SEARCH_ROW, {"seen_at": datetime.now(timezone.utc), "salt": salt, "query": query,
+                                "ranks": [s.rank for s in seen], "tiers": [s.tier for s in seen],
+                                "refs": [s.ref for s in seen], "ids": [s.memory_id for s in seen],
+                                "scores": [round(s.score, SCORE_DIGITS) for s in seen]})
 
 
-# one fixed statement, one round trip on every search (bench serve --costs): the refs as arrays,
+# one fixed statement on every search, the row's own (bench serve --costs): the refs as arrays,
 # inserted by a data-modifying CTE beside the query text
-_RECORD = sa.text(
-    "WITH refs AS (INSERT INTO search_seen (seq, rank, tier, ref, memory_id, score)"
-    " SELECT :seq, r.rank, r.tier, r.ref, r.memory_id, r.score FROM unnest(CAST(:ranks AS integer[]),"
-    " CAST(:tiers AS text[]), CAST(:refs AS text[]), CAST(:ids AS text[]), CAST(:scores AS double precision[]))"
-    " AS r(rank, tier, ref, memory_id, score))"
-    " INSERT INTO search_queries (seq, at, salt, query) VALUES (:seq, :at, :salt, :query)")
+_SEARCH_ROW = beside_statement(
+    ", refs AS (INSERT INTO search_seen (seq, rank, tier, ref, memory_id, score)"
+    " SELECT (SELECT seq FROM appended), r.rank, r.tier, r.ref, r.memory_id, r.score FROM unnest("
+    "CAST(:ranks AS integer[]), CAST(:tiers AS text[]), CAST(:refs AS text[]), CAST(:ids AS text[]),"
+    " CAST(:scores AS double precision[])) AS r(rank, tier, ref, memory_id, score))"
+    " INSERT INTO search_queries (seq, at, salt, query) SELECT seq, :seen_at, :salt, :query FROM appended"
+    " RETURNING seq").bindparams(sa.bindparam("seen_at", type_=sa.DateTime(timezone=True)))
 
 
 def forget_queries_that_returned(conn: Connection, memory_ids: Iterable[str]) -> int:

@@ -18,6 +18,14 @@ def terms(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
+@lru_cache(maxsize=1 << 13)
+def term_set(text: str) -> frozenset[str]:
+    """The distinct terms of ``text``. Cached: a namespace's pools repeat their memories from query
+    to query, and reading each pooled memory's words was most of what coverage cost (1.5 ms a
+    search on LoCoMo)."""
+    return frozenset(terms(text))
+
+
 @lru_cache(maxsize=1 << 16)
 def stem(term: str) -> str:
     """A light suffix stripper: enough to make 'burns' meet 'burn' without a stemming library.

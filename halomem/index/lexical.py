@@ -271,13 +271,44 @@ def corpus_stats(conn: Connection, scope: Scope, words: Sequence[str], memo: dic
 
     Each word is analyzed as a row's text is, so its frequency is that of its stem ('deploys' and
     'deploy' agree); a stopword, or a word whose stem is seen nowhere visible, has frequency 0.
+    Within one reader, statistics already read for the query (the BM25 lane's) answer when they
+    hold every lexeme asked for: the same snapshot, so the same counts.
     """
     words = list(dict.fromkeys(str(w) for w in words))[:MAX_STATS_TERMS]
-    stats = statistics(conn, scope, " ".join(words), memo)
+    analyzed = word_lexemes(conn, words)
+    single = {word: lexemes[0] for word, lexemes in analyzed.items() if len(lexemes) == 1}
+    stats = _statistics_holding(memo, scope, set(single.values()))
+    if stats is None:
+        stats = statistics(conn, scope, " ".join(words), memo)
     docs = {t.lexeme: t.docs for t in stats.terms}
-    w = sa.select(sa.func.unnest(sa.cast(words, ARRAY(sa.Text))).label("word")).subquery("w")
-    out: dict[str, int] = dict.fromkeys(words, 0)
-    for word, lexemes in conn.execute(sa.select(w.c.word, _lexemes(w.c.word))):
-        if len(lexemes) == 1:  # a word the analyzer keeps as one lexeme
-            out[word] = docs.get(lexemes[0], 0)
+    out = {word: docs.get(single[word], 0) if word in single else 0 for word in words}
     return CorpusStats(stats.documents, stats.average_length, out)
+
+
+def _statistics_holding(memo: dict | None, scope: Scope, lexemes: set[str]) -> Statistics | None:
+    """Statistics this reader already read for ``scope`` that count every one of ``lexemes``."""
+    for (seen_scope, _text), stats in (memo or {}).items():
+        if seen_scope == scope and lexemes <= {t.lexeme for t in stats.terms}:
+            return stats
+    return None
+
+
+_WORD_LEXEMES: dict[str, tuple[str, ...]] = {}
+_WORD_LEXEMES_MAX = 1 << 16  # words remembered (then forgotten all at once)
+_REMEMBERED_WORD_CHARS = 64  # a longer "word" (a driver may send any) is analyzed, never kept
+
+
+def word_lexemes(conn: Connection, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """The lexemes PostgreSQL's analyzer makes of each word alone. Remembered per process: the
+    analysis depends on the word and the text search configuration only (the one every server of
+    a store uses: TEXT_SEARCH_CONFIG), and a query's words repeat from search to search."""
+    found = {w: _WORD_LEXEMES[w] for w in words if w in _WORD_LEXEMES}
+    missing = [w for w in words if w not in found]
+    if missing:
+        w = sa.select(sa.func.unnest(sa.cast(missing, ARRAY(sa.Text))).label("word")).subquery("w")
+        for word, lexemes in conn.execute(sa.select(w.c.word, _lexemes(w.c.word))):
+            found[word] = tuple(lexemes)
+        if len(_WORD_LEXEMES) + len(missing) > _WORD_LEXEMES_MAX:
+            _WORD_LEXEMES.clear()
+        _WORD_LEXEMES.update((w, found[w]) for w in missing if len(w) <= _REMEMBERED_WORD_CHARS and w in found)
+    return {word: found.get(word, ()) for word in words}

@@ -6,6 +6,8 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
 import sqlalchemy as sa
+from pgvector.sqlalchemy import Vector
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 
 from ..db.schema import TEXT_SEARCH_CONFIG, concepts, entities, entity_aliases, memories, mentions, meta, passages
@@ -30,6 +32,12 @@ HNSW_EF_SEARCH_MIN, HNSW_EF_SEARCH_MAX = 40, 1000  # pgvector's default and its 
 _HNSW_SETTINGS = ("SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
                   " set_config('hnsw.ef_search', '{ef}', true)")
 _ROW_COLUMNS = [memories.c[name] for name in MemoryRow.__dataclass_fields__]
+
+
+def _query_vector() -> sa.ColumnElement[Any]:
+    """The query's embedding in a statement: a text parameter the server casts (IndexReader.
+    _vector_values makes its text once per search, not once per statement)."""
+    return sa.cast(sa.bindparam("embedding", type_=sa.Text), Vector())
 
 
 def query_terms(text: str) -> list[str]:
@@ -70,7 +78,7 @@ def _nearest_statement(scope: Scope, groups: tuple[tuple[str, ...], ...], exact:
     """vector_search's statement for one caller, index grouping, scan choice and k, the embedding a
     parameter (built once: building SQLAlchemy expressions per probe cost a measurable share of a
     plan())."""
-    query = sa.bindparam("embedding", type_=memories.c.embedding.type)
+    query = _query_vector()
     walked = memories.c.embedding.cosine_distance(query)
     # the same function as the <=> operator, but not an index operator: PostgreSQL reads the group's
     # rows and sorts them rather than walking the HNSW graph
@@ -94,7 +102,7 @@ PASSAGES_PER_HIT = 4
 def _passage_statement(scope: Scope, exact: bool, k: int) -> sa.Select[Any]:
     """The memories whose best passage is nearest (embed.passages), with that passage's distance:
     the same visibility predicate as every memory read, through the passage's memory."""
-    query = sa.bindparam("embedding", type_=passages.c.embedding.type)
+    query = _query_vector()
     distance = (sa.func.cosine_distance(passages.c.embedding, query, type_=sa.Float) if exact
                 else passages.c.embedding.cosine_distance(query))
     nearest = (sa.select(passages.c.memory_id, distance.label("d"))
@@ -105,6 +113,40 @@ def _passage_statement(scope: Scope, exact: bool, k: int) -> sa.Select[Any]:
     return (sa.select(*lexical.CANDIDATE_COLUMNS, best.c.d)
             .select_from(memories.join(best, best.c.memory_id == memories.c.id))
             .where(visible(memories, scope)).order_by(best.c.d, memories.c.id).limit(k))
+
+
+@functools.lru_cache(maxsize=512)
+def _vector_lane_statement(scope: Scope, groups: tuple[tuple[str, ...], ...], exact: tuple[bool, ...],
+                           k: int) -> sa.CompoundSelect:
+    """The nearest memories by their own vectors and by their best passages', in one statement."""
+    own = _nearest_statement(scope, groups, exact, k).subquery("own")
+    passage = _passage_statement(scope, all(exact), k).subquery("passage")
+    return sa.union_all(sa.select(own), sa.select(passage))
+
+
+@functools.lru_cache(maxsize=512)
+def _fetch_statement(scope: Scope, live: bool) -> sa.Select[Any]:
+    """fetch's statement for one caller (built once, as _nearest_statement), the ids an array."""
+    return sa.select(*_ROW_COLUMNS).where(visible(memories, scope, live=live),
+                                          memories.c.id == sa.func.any(sa.bindparam("ids", type_=ARRAY(sa.Text))))
+
+
+@functools.lru_cache(maxsize=512)
+def _features_statement(scope: Scope) -> sa.Select[Any]:
+    """relevance_features' statement for one caller (built once, as _nearest_statement): each
+    listed visible memory's cosine with the query (its own vector's and its best passage's) and the
+    weighted share of the query's lexemes its text holds, the lexemes and weights as arrays."""
+    query = _query_vector()
+    best_passage = (sa.select(sa.func.max(1.0 - passages.c.embedding.cosine_distance(query)))
+                    .where(passages.c.memory_id == memories.c.id).scalar_subquery())
+    weighted = sa.func.unnest(sa.bindparam("lexemes", type_=ARRAY(sa.Text)),
+                              sa.bindparam("weights", type_=ARRAY(sa.Float))).table_valued("lexeme", "weight").render_derived(name="w")
+    held = (sa.select(sa.func.coalesce(sa.func.sum(weighted.c.weight), 0.0))
+            .where(weighted.c.lexeme == sa.func.any(sa.func.tsvector_to_array(memories.c.content_tsv)))
+            .scalar_subquery())
+    return sa.select(memories.c.id, (1.0 - memories.c.embedding.cosine_distance(query)).label("own"),
+                     best_passage.label("passage"), held.label("share")).where(
+        visible(memories, scope), memories.c.id == sa.func.any(sa.bindparam("ids", type_=ARRAY(sa.Text))))
 
 
 @functools.lru_cache(maxsize=512)
@@ -124,6 +166,7 @@ class IndexReader:
         self._catalog = catalog or NamespaceIndexCatalog(ttl=float("inf"))
         self._ef_search = ef_search
         self._statistics: dict = {}  # lexical.statistics' answers in this reader's snapshot
+        self._vectors: dict[tuple[float, ...], str] = {}  # a search's embedding as statement text
 
     def _index_groups(self, scope: Scope) -> tuple[tuple[str, ...], ...]:
         """The caller's lineage split the way the indexes are: a group for each namespace with its
@@ -146,6 +189,13 @@ class IndexReader:
             own_index = len(group) == 1 and has_own[group[0]]
             out.append(scan_exactly(group_rows, group_rows if own_index else everyone, ef_search))
         return tuple(out)
+
+    def _vector_values(self, embedding: Sequence[float]) -> dict[str, str]:
+        """The ``embedding`` parameter of _query_vector, its text made once per reader."""
+        key = tuple(embedding)
+        if key not in self._vectors:
+            self._vectors[key] = "[" + ",".join(str(float(x)) for x in key) + "]"
+        return {"embedding": self._vectors[key]}
 
     def store_embedder(self) -> str | None:
         """The embedder the store's vectors are made by (halomem_meta), in this transaction's snapshot."""
@@ -188,20 +238,19 @@ class IndexReader:
         if ef_search != self._ef_search and not all(exact):
             self.conn.exec_driver_sql(_HNSW_SETTINGS.format(ef=ef_search))
             self._ef_search = ef_search
-        vector = {"embedding": list(embedding)}
+        vector = self._vector_values(embedding)
         best: dict[str, VectorHit] = {}  # a memory scores by its own vector or its best passage's
-        for statement in (_nearest_statement(scope, groups, exact, int(k)), _passage_statement(scope, all(exact), int(k))):
-            for r in self.conn.execute(statement, vector):
-                hit = VectorHit(r.id, r.content, 1.0 - float(r.d), r.source, r.position)
-                if r.id not in best or hit.score > best[r.id].score:
-                    best[r.id] = hit
+        for r in self.conn.execute(_vector_lane_statement(scope, groups, exact, int(k)), vector).all():
+            hit = VectorHit(r.id, r.content, 1.0 - float(r.d), r.source, r.position)
+            if r.id not in best or hit.score > best[r.id].score:
+                best[r.id] = hit
         return sorted(best.values(), key=lambda h: (-h.score, h.ref))[:k]
 
     def fetch(self, scope: Scope, ids: Sequence[str], *, live: bool = True) -> dict[str, MemoryRow]:
         if not ids:
             return {}
-        stmt = sa.select(*_ROW_COLUMNS).where(visible(memories, scope, live=live), memories.c.id.in_(list(ids)))
-        return {r.id: MemoryRow(**r._mapping) for r in self.conn.execute(stmt)}
+        rows = self.conn.execute(_fetch_statement(scope, live), {"ids": list(ids)}).all()
+        return {r.id: MemoryRow(**r._mapping) for r in rows}
 
     def recent(self, scope: Scope, limit: int, before: tuple[Any, str] | None = None,
                keys: Sequence[str] | None = None, within: str | None = None) -> list[MemoryRow]:
@@ -266,23 +315,19 @@ class IndexReader:
         if not memory_ids and not concept_refs:
             return {}
         vector = list(embedding)
-        share = functools.partial(lexical.held_share, lexical.share_weights(self.conn, scope, " ".join(query_terms(query)), self._statistics))
+        weights = lexical.share_weights(self.conn, scope, " ".join(query_terms(query)), self._statistics)
         out: dict[str, tuple[float, float]] = {}
         if memory_ids:
-            best_passage = (sa.select(sa.func.max(1.0 - passages.c.embedding.cosine_distance(vector)))
-                            .where(passages.c.memory_id == memories.c.id).scalar_subquery())
-            own = 1.0 - memories.c.embedding.cosine_distance(vector)
-            stmt = sa.select(memories.c.id, own.label("own"), best_passage.label("passage"),
-                             share(memories.c.content_tsv).label("share")).where(
-                visible(memories, scope), memories.c.id.in_(list(memory_ids)))
-            for r in self.conn.execute(stmt):
+            values = {**self._vector_values(embedding), "ids": list(memory_ids),
+                      "lexemes": [lx for lx, _ in weights], "weights": [w for _, w in weights]}
+            for r in self.conn.execute(_features_statement(scope), values):
                 cosine = max(float(r.own) if r.own is not None else 0.0, float(r.passage or 0.0))
                 out[r.id] = (cosine, float(r.share))
         if concept_refs and not scope.source_scoped:
             pairs = [ref.rpartition(":")[::2] for ref in concept_refs]
             stmt = sa.select(concepts.c.namespace, concepts.c.path,
                              (1.0 - concepts.c.embedding.cosine_distance(vector)).label("cos"),
-                             share(concepts.c.content_tsv).label("share")).where(
+                             lexical.held_share(weights, concepts.c.content_tsv).label("share")).where(
                 visible(concepts, scope), sa.tuple_(concepts.c.namespace, concepts.c.path).in_(pairs))
             for r in self.conn.execute(stmt):
                 out[concept_ref(r.namespace, r.path)] = (float(r.cos or 0.0), float(r.share))

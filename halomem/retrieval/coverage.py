@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..embed.tokenize import STOPWORDS, terms
+from ..embed.tokenize import STOPWORDS, term_set, terms
 
 
 def coverage_scores(query: str, content: Mapping[str, str]) -> dict[str, float]:
@@ -16,4 +16,4 @@ def coverage_scores(query: str, content: Mapping[str, str]) -> dict[str, float]:
     wanted = set(terms(query)) - STOPWORDS
     if not wanted:
         return {}
-    return {ref: len(wanted & set(terms(text))) / len(wanted) for ref, text in content.items()}
+    return {ref: len(wanted & term_set(text)) / len(wanted) for ref, text in content.items()}

@@ -15,13 +15,14 @@ from ..db.schema import meta
 from ..embed.registry import EmbedderChanged
 
 SWAP_LOCK = 0x6A10_0003  # beside MIGRATION_LOCK (0001) and audit.log.AUDIT_LOCK (0002)
+_STORED = sa.select(meta.c.value).where(meta.c.key == "embedder")  # built once: every write reads it
 
 
 def hold_store_embedder(conn: Connection, embedder_name: str) -> None:
     """Keep the store's embedder from changing until this transaction ends; EmbedderChanged when
     it is no longer ``embedder_name``."""
     conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock_shared({SWAP_LOCK})")
-    stored = conn.execute(sa.select(meta.c.value).where(meta.c.key == "embedder")).scalar()
+    stored = conn.execute(_STORED).scalar()
     if stored is not None and stored != embedder_name:
         raise EmbedderChanged(stored)
 

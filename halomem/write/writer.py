@@ -79,12 +79,11 @@ class Writer:
         content, source = check_content(content), check_source(source)
         provenance = check_provenance(provenance)
         key = consolidate.content_key(content)
-        mode = self.consolidation(ns)
-        if mode != consolidate.OFF:
-            with self.engine.connect() as conn:
-                existing = consolidate.live_with_keys(conn, ns.path, [key]).get(key)
-            if existing is not None:
-                return self._not_written(ns, "unchanged", existing, (), request_id)
+        with self.engine.connect() as conn:  # the policy and the same text, before embedding
+            mode = self._consolidation(conn, ns)
+            existing = consolidate.live_with_keys(conn, ns.path, [key]).get(key) if mode != consolidate.OFF else None
+        if existing is not None:
+            return self._not_written(ns, "unchanged", existing, (), request_id)
         [embedded] = embed_memories(self.embedders.current, [content])
         similar: tuple[consolidate.Similar, ...] = ()
         if mode != consolidate.OFF:
@@ -109,10 +108,14 @@ class Writer:
 
     def consolidation(self, ns: Namespace) -> str:
         """The namespace's ``consolidate`` policy facet (policy.model): off, report or skip-similar."""
+        with self.engine.connect() as conn:
+            return self._consolidation(conn, ns)
+
+    @staticmethod
+    def _consolidation(conn: Connection, ns: Namespace) -> str:
         from ..policy.store import effective_policy
 
-        with self.engine.connect() as conn:
-            return effective_policy(conn, ns).consolidation
+        return effective_policy(conn, ns).consolidation
 
     def _near_copies(self, ns: Namespace, content: str, embedded: Embedded) -> tuple[consolidate.Similar, ...]:
         from ..embed.calibrate import noise_floor
