@@ -188,10 +188,13 @@ def test_serve_and_isolation_bench_smoke(tmp_path):
 def test_peers_bench_runs_both_stores_on_the_same_data(tmp_path):
     from halomem.bench.peers import run_peers
 
-    result = run_peers(tmp_path, LOCOMO, lambda m: None, conversations=1, questions=25, writes=5)
+    result = run_peers(tmp_path, LOCOMO, lambda m: None, conversations=1, questions=25, writes=5, callers=2, rounds=1)
     systems = result["systems"]
     assert set(systems) == {"halomem", "langgraph PostgresStore"}  # a dev dependency: always measured here
     for row in systems.values():
         assert 0 <= row["ndcg@10"] <= 1 and row["search"]["p50"] > 0 and row["write"]["p50"] > 0
     assert systems["halomem"]["recall@10"] > 0.3  # both answer from the same 419 turns
     assert "halomem / this" in systems["langgraph PostgresStore"] and (tmp_path / "peers.md").exists()
+    served = result["over_http"]["systems"]  # both behind their servers, 2 callers at once
+    assert set(served) >= set(systems) and all(r["throughput_rps"] > 0 and r["p95"] > 0 for r in served.values())
+    assert "## 2 callers over HTTP" in (tmp_path / "peers.md").read_text()

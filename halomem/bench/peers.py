@@ -101,7 +101,8 @@ PEERS = {"langgraph": ("langgraph-checkpoint-postgres", LangGraphSide)}
 
 
 def run_peers(out_dir: Path, locomo: Path, say: Callable[[str], None], *, conversations: int | None = None,
-              questions: int | None = None, writes: int = 200, seed: int = 0) -> dict[str, Any]:
+              questions: int | None = None, writes: int = 200, seed: int = 0, callers: int = 8,
+              rounds: int = 2) -> dict[str, Any]:
     from ..ranking_metrics import ndcg_at, recall_at
 
     ds = load_locomo(locomo, conversations)
@@ -152,6 +153,12 @@ def run_peers(out_dir: Path, locomo: Path, say: Callable[[str], None], *, conver
         for side in sides:
             if hasattr(side, "close"):
                 side.close()
+        load = None
+        if callers and len(sides) > 1:  # the server leg (bench.peers_load), where the peer is installed
+            from .peers_load import run_load
+
+            url = kernel.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+            load = run_load(kernel, url, chosen, callers, rounds, say)
     rows = {}
     base = sides[0].name
     for side in sides:
@@ -166,7 +173,7 @@ def run_peers(out_dir: Path, locomo: Path, say: Callable[[str], None], *, conver
             row["halomem / this"].update({f"write {p}": round(rows[base]["write"][p] / row["write"][p], 2)
                                           for p in ("p50", "p95")})
     result = {"dataset": "locomo", "questions": len(chosen), "memories": ds.doc_count, "namespaces": len(ds.docs), "writes": writes, "k": EVAL_K,
-              "versions": versions, "systems": rows, "machine": report.machine()}
+              "versions": versions, "systems": rows, "machine": report.machine(), "over_http": load}
     result["markdown"] = markdown(result)
     report.write(out_dir, "peers", result, result["markdown"])
     return result
@@ -182,7 +189,21 @@ def markdown(result: dict[str, Any]) -> str:
               f"{r['halomem / this']['search p95']}x; write p50 {r['halomem / this']['write p50']}x, p95 "
               f"{r['halomem / this']['write p95']}x" for name, r in systems.items() if "halomem / this" in r]
     versions = ", ".join(f"{k} {v}" for k, v in result["versions"].items())
-    return (f"# halomem beside its peers\n\nLoCoMo, {result['memories']} memories in {result['namespaces']} "
+    text = (f"# halomem beside its peers\n\nLoCoMo, {result['memories']} memories in {result['namespaces']} "
             f"conversation namespaces, {result['questions']} answerable questions (categories 1-4), k={result['k']}, {result['writes']} single "
             f"writes; one interleaved run, in process, one caller. Versions: {versions}.\n\n{table}\n\n"
             + "\n".join(ratios) + "\n")
+    load = result.get("over_http")
+    if load:
+        served = load["systems"]
+        text += (f"\n## {load['callers']} callers over HTTP\n\nThe same {load['searches_per_leg']} questions per leg, "
+                 f"{load['callers']} callers at once, each system behind its server ({load['rounds']} "
+                 f"leg{'s' if load['rounds'] > 1 else ''} each, alternated; the median leg by throughput):\n\n" + report.markdown_table(
+                     ["system", "searches/s", "p50 ms", "p95 ms", "429s, then retried"],
+                     [[name, r["throughput_rps"], r["p50"], r["p95"], r["refused_then_retried"]]
+                      for name, r in served.items()]) + "\n")
+        *ours, peer = served  # the peer's server is the last
+        text += "\n" + "".join(
+            f"- {name} / {peer}: throughput {served[name]['throughput_rps'] / served[peer]['throughput_rps']:.2f}x"
+            f" (higher is better), p95 {served[name]['p95'] / served[peer]['p95']:.2f}x\n" for name in ours)
+    return text

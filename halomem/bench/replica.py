@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import httpx2
 
 from . import report
-from .serve import _drive, _pcts, load_corpus
+from .serve import _pcts, drive, load_corpus
 from .serving import bearer, start_server
 from .synthetic import NAMESPACES, queries
 
@@ -104,11 +104,11 @@ def _search_legs(setup: str, url: str, tokens: dict[str, str], probes, concurren
 
     legs = []
     try:
-        _drive(2, 40, over_http)  # warm
+        drive(2, 40, over_http)  # warm
         for c in concurrency:
             since = int(primary.sql("SELECT coalesce(max(seq), 0) FROM audit_log"))
             cpu = {"primary": _cpu_seconds(primary.data), "replica": _cpu_seconds(standby.data)}
-            measured = _drive(c, requests, over_http)
+            measured = drive(c, requests, over_http)
             spent = {"primary": _cpu_seconds(primary.data) - cpu["primary"],
                      "replica": _cpu_seconds(standby.data) - cpu["replica"]}
             total, by_replica = _served_share(primary, since)

@@ -40,17 +40,21 @@ def _pcts(ms: list[float]) -> dict[str, float]:
     return {"p50": q[49], "p95": q[94]}
 
 
-def _drive(clients: int, total: int, call: Callable[[int, int], None]) -> dict[str, float]:
+def drive(clients: int, total: int, call: Callable[[int, int], None]) -> dict[str, float]:
     """``total`` calls spread over ``clients`` threads; latency percentiles and throughput."""
     latencies: list[float] = []
+    failed: list[BaseException] = []
     lock = threading.Lock()
 
     def worker(w: int) -> None:
         mine = []
-        for i in range(w, total, clients):
-            started = time.perf_counter()
-            call(w, i)
-            mine.append((time.perf_counter() - started) * 1000)
+        try:
+            for i in range(w, total, clients):
+                started = time.perf_counter()
+                call(w, i)
+                mine.append((time.perf_counter() - started) * 1000)
+        except Exception as exc:  # noqa: BLE001 - handed to the caller below, not lost in a thread
+            failed.append(exc)
         with lock:
             latencies.extend(mine)
 
@@ -61,6 +65,8 @@ def _drive(clients: int, total: int, call: Callable[[int, int], None]) -> dict[s
     for t in threads:
         t.join()
     wall = time.perf_counter() - started
+    if failed:
+        raise failed[0]
     return {**_pcts(latencies), "throughput_rps": total / wall}
 
 
@@ -123,14 +129,14 @@ def _measure(kernel, url: str, tokens: dict[str, str], probes: list[tuple[str, s
 
     legs = []
     try:
-        _drive(2, 40, in_process)  # warm both paths
-        _drive(2, 40, over_http)
+        drive(2, 40, in_process)  # warm both paths
+        drive(2, 40, over_http)
         for c in concurrency:
             if c == 1:
                 local, remote = _drive_alternating(requests, in_process, over_http)
             else:
-                local = _drive(c, requests, in_process)
-                remote = _drive(c, requests, over_http)
+                local = drive(c, requests, in_process)
+                remote = drive(c, requests, over_http)
             legs.append({"clients": c, "in_process": local, "http": remote,
                          "p50_overhead_ms": remote["p50"] - local["p50"],
                          "throughput_ratio": remote["throughput_rps"] / local["throughput_rps"]})

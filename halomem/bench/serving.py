@@ -43,15 +43,20 @@ class ServerProcess:
 
 def start_server(env: dict, *args: str, port: int | None = None, timeout: float = 60) -> ServerProcess:
     port = port or free_port()
+    return start_process([sys.executable, "-m", "halomem.cli.main", "serve", "--port", str(port), *args], port, env,
+                         timeout, "halomem serve")
+
+
+def start_process(argv: list[str], port: int, env: dict, timeout: float = 60, name: str = "server") -> ServerProcess:
+    """Run ``argv`` (a server listening on ``port``) until its /healthz answers 200."""
     log_path = Path(tempfile.mkstemp(prefix="halomem-serve-", suffix=".log")[1])
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "halomem.cli.main", "serve", "--port", str(port), *args],
-                                stdout=log, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL)
     server = ServerProcess(proc, port, log_path, env)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"halomem serve exited {proc.returncode}:\n{server.log()[-2000:]}")
+            raise RuntimeError(f"{name} exited {proc.returncode}:\n{server.log()[-2000:]}")
         try:
             if httpx2.get(server.url + "/healthz", timeout=2).status_code == 200:
                 return server
@@ -59,7 +64,7 @@ def start_server(env: dict, *args: str, port: int | None = None, timeout: float 
             pass
         time.sleep(0.2)
     server.stop()
-    raise RuntimeError(f"halomem serve did not come up in {timeout}s:\n{server.log()[-2000:]}")
+    raise RuntimeError(f"{name} did not come up in {timeout}s:\n{server.log()[-2000:]}")
 
 
 def bearer(token: str) -> dict[str, str]:

@@ -267,10 +267,13 @@ def peers(conversations: Optional[int] = typer.Option(None, help="Only the first
           questions: Optional[int] = typer.Option(None, help="Only N questions (a seeded sample)."),
           writes: int = typer.Option(200, "--writes", min=1, help="Single writes per system."),
           locomo: Optional[Path] = typer.Option(None, "--locomo", help="LoCoMo's JSON (default: the shared copy)."),
+          callers: int = typer.Option(8, "--callers", min=0, help="Concurrent callers of the server leg (0: no "
+                                      "server leg)."),
           out_dir: Path = OutOption, as_json: bool = JsonOption) -> None:
     """halomem beside LangGraph's PostgresStore (where installed) on LoCoMo: quality, search and write
-    latency, one interleaved run on one embedded PostgreSQL with one embedder."""
+    latency, one interleaved run on one embedded PostgreSQL with one embedder; then both behind their
+    servers at N concurrent callers over HTTP."""
     from ..bench.peers import run_peers
 
     _finish(run_peers(out_dir, locomo or DEFAULT_LOCOMO, _say, conversations=conversations, questions=questions,
-                      writes=writes), as_json)
+                      writes=writes, callers=callers), as_json)
