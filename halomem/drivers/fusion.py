@@ -23,7 +23,9 @@ Differences from baseline, each a standard IR adjustment rather than a fit to on
   passage's score with its document's. Memories without a source are ranked as before;
 - L3 concepts that strongly match are fused in by rank (retrieval.concepts), as in baseline;
 - only memories with evidence are returned (a query term, or a cosine at or above the view's
-  similarity floor: retrieval.evidence); context raises them, it does not admit others.
+  similarity floor: retrieval.evidence); context raises them, it does not admit others;
+- an exclusion the query states ("excluding Y", "other than Y", "don't mention Y") is left out of
+  what every lane ranks (retrieval.exclusion): by its words, the memories about Y would come first.
 One setting for every collection, chosen across the six dev sets (LoCoMo, its sessions as long
 documents, org-concepts, company facts asked in other words, two public BEIR collections:
 docs/bench/devsets.md, docs/bench/fusion.md), never per set.
@@ -32,9 +34,12 @@ DRIVER BOUNDARY: imports only halomem.types and halomem.retrieval.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from halomem.retrieval.concepts import with_concepts
 from halomem.retrieval.coverage import coverage_scores
 from halomem.retrieval.evidence import evidenced, only, similarity_floor
+from halomem.retrieval.exclusion import without_exclusions
 from halomem.retrieval.evidence_share import LEXICAL_POWER, cosine_above_floor, lexical_share, query_mass
 from halomem.retrieval.merge import weighted_sum
 from halomem.retrieval import gather_pool, subject_scores, with_neighbour_context, with_source_context
@@ -56,11 +61,12 @@ class FusionDriver:
 
     def __init__(self, lexical_weight: float = LEXICAL_WEIGHT, cosine_weight: float = COSINE_WEIGHT,
                  context: bool = True, lexical_power: float = LEXICAL_POWER,
-                 coverage_weight: float = COVERAGE_WEIGHT) -> None:
-        """The shipped setting by default; other settings, or no context (subject, neighbour and
-        source), are what `bench quality --lanes` and tools/fusion_candidates.py measure."""
+                 coverage_weight: float = COVERAGE_WEIGHT, exclusions: bool = True) -> None:
+        """The shipped setting by default; other settings, no context (subject, neighbour and
+        source), or exclusions ranked as asked for, are what `bench quality --lanes` and
+        tools/fusion_candidates.py measure."""
         self._lexical_weight, self._cosine_weight, self._context = lexical_weight, cosine_weight, context
-        self._lexical_power, self._coverage_weight = lexical_power, coverage_weight
+        self._lexical_power, self._coverage_weight, self._exclusions = lexical_power, coverage_weight, exclusions
 
     def capabilities(self) -> Capabilities:
         return Capabilities(graph=False, streaming=False)
@@ -68,6 +74,8 @@ class FusionDriver:
     def plan(self, q: RetrieverQuery) -> list[ScoredRef]:
         if q.k <= 0:
             return []
+        if self._exclusions:
+            q = replace(q, query=without_exclusions(q.query))
         pool = gather_pool(q.view, q.query, max(VECTOR_K, q.k))
         lexical = pool.lexical_scores(q.query, k1=BM25_K1, b=BM25_B)
         floor = similarity_floor(q.view)
