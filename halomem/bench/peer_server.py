@@ -18,11 +18,10 @@ def build_app(url: str, embedder_spec: str) -> Any:
     from langgraph.store.postgres import PostgresStore
 
     from ..embed.registry import get_embedder
+    from .peers import langgraph_index
 
-    embedder = get_embedder(embedder_spec)
     manager = PostgresStore.from_conn_string(url, pool_config={"min_size": 1, "max_size": POOL},
-                                             index={"dims": embedder.dim, "fields": ["text"],
-                                                    "embed": lambda texts: embedder.embed(list(texts))})
+                                             index=langgraph_index(get_embedder(embedder_spec)))
     store = manager.__enter__()
     app = FastAPI()
     app.state.store_manager = manager  # held: collected, it would close the store's pool

@@ -64,6 +64,12 @@ class HalomemSide:
         self.ops[ns].remember(text)
 
 
+def langgraph_index(embedder: Any) -> dict[str, Any]:
+    """LangGraph's PostgresStore index config: halomem's embedder, the items' ``text`` field (the
+    in-process side and bench.peer_server alike)."""
+    return {"dims": embedder.dim, "fields": ["text"], "embed": lambda texts: embedder.embed(list(texts))}
+
+
 class LangGraphSide:
     name = "langgraph PostgresStore"
 
@@ -73,8 +79,7 @@ class LangGraphSide:
 
         embedder = kernel.embedder
         url = kernel.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
-        self._cm = PostgresStore.from_conn_string(url, index={"dims": embedder.dim, "fields": ["text"],
-                                                              "embed": lambda texts: embedder.embed(list(texts))})
+        self._cm = PostgresStore.from_conn_string(url, index=langgraph_index(embedder))
         self.store = self._cm.__enter__()
         self.store.setup()
         for ns, docs in ds.docs.items():

@@ -28,13 +28,13 @@ from typing import Any, Callable, Sequence
 import httpx2
 
 from ..ports import free_port
+from .peers import LangGraphSide
 from .serve import drive
 from .serving import ServerProcess, bearer, start_process, start_server
 
 WARM = 20
 RETRY_AFTER_MAX_S = 1.0
 WIDE = "halomem, shares as wide as the callers"
-PEER = "langgraph PostgresStore"
 
 
 def run_load(kernel: Any, url: str, questions: Sequence[Any], callers: int, rounds: int,
@@ -58,7 +58,7 @@ def run_load(kernel: Any, url: str, questions: Sequence[Any], callers: int, roun
                                       str(port), "--embedder", kernel.embedder.name], port, env, name="peer server"))
         systems = {"halomem": _Caller(servers[0].url, callers, _halomem_search(tokens)),
                    WIDE: _Caller(servers[1].url, callers, _halomem_search(tokens)),
-                   PEER: _Caller(servers[2].url, callers, _peer_search)}
+                   LangGraphSide.name: _Caller(servers[2].url, callers, _peer_search)}
         legs: dict[str, list[dict[str, float]]] = {name: [] for name in systems}
         for caller in systems.values():
             drive(min(callers, 2), WARM, lambda w, i: caller.search(w, questions[i % len(questions)]))

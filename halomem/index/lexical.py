@@ -239,13 +239,20 @@ def share_weights(conn: Connection, scope: Scope, text: str, memo: dict | None =
     return [(lx, w / total) for lx, w in weights] if total > 0 else []
 
 
-def held_share(weights: Sequence[tuple[str, float]], tsv: sa.ColumnElement[Any]) -> sa.ColumnElement[float]:
+def held_share(tsv: sa.ColumnElement[Any]) -> sa.ColumnElement[float]:
     """SQL for the share (0..1) of the query's weighted lexemes (share_weights) a row's ``tsv``
-    holds: the same weights for memories and concepts, so their shares compare."""
-    if not weights:
-        return sa.literal(0.0, sa.Float)
-    parts = [sa.case((tsv.op("@@")(_as_tsquery([lx], "|")), w), else_=0.0) for lx, w in weights]
-    return sum(parts[1:], parts[0])
+    holds: the same weights for memories and concepts, so their shares compare. The lexemes and
+    their weights are array parameters (held_share_values), so a statement holding it is built once."""
+    weighted = sa.func.unnest(sa.bindparam("lexemes", type_=ARRAY(sa.Text)),
+                              sa.bindparam("weights", type_=ARRAY(sa.Float))).table_valued("lexeme", "weight") \
+        .render_derived(name="w")
+    return (sa.select(sa.func.coalesce(sa.func.sum(weighted.c.weight), 0.0))
+            .where(weighted.c.lexeme == sa.func.any(sa.func.tsvector_to_array(tsv))).scalar_subquery())
+
+
+def held_share_values(weights: Sequence[tuple[str, float]]) -> dict[str, list[Any]]:
+    """held_share's parameters for ``weights`` (share_weights)."""
+    return {"lexemes": [lx for lx, _ in weights], "weights": [w for _, w in weights]}
 
 
 def term_share(conn: Connection, scope: Scope, text: str, table: sa.Table) -> sa.ColumnElement[float]:

@@ -139,14 +139,22 @@ def _features_statement(scope: Scope) -> sa.Select[Any]:
     query = _query_vector()
     best_passage = (sa.select(sa.func.max(1.0 - passages.c.embedding.cosine_distance(query)))
                     .where(passages.c.memory_id == memories.c.id).scalar_subquery())
-    weighted = sa.func.unnest(sa.bindparam("lexemes", type_=ARRAY(sa.Text)),
-                              sa.bindparam("weights", type_=ARRAY(sa.Float))).table_valued("lexeme", "weight").render_derived(name="w")
-    held = (sa.select(sa.func.coalesce(sa.func.sum(weighted.c.weight), 0.0))
-            .where(weighted.c.lexeme == sa.func.any(sa.func.tsvector_to_array(memories.c.content_tsv)))
-            .scalar_subquery())
     return sa.select(memories.c.id, (1.0 - memories.c.embedding.cosine_distance(query)).label("own"),
-                     best_passage.label("passage"), held.label("share")).where(
+                     best_passage.label("passage"), lexical.held_share(memories.c.content_tsv).label("share")).where(
         visible(memories, scope), memories.c.id == sa.func.any(sa.bindparam("ids", type_=ARRAY(sa.Text))))
+
+
+@functools.lru_cache(maxsize=512)
+def _concept_features_statement(scope: Scope) -> sa.Select[Any]:
+    """relevance_features' statement for the listed visible concepts (built once, as the memories')."""
+    pairs = sa.func.unnest(sa.bindparam("namespaces", type_=ARRAY(sa.Text)),
+                           sa.bindparam("paths", type_=ARRAY(sa.Text))).table_valued("namespace", "path") \
+        .render_derived(name="wanted")
+    listed = sa.select(pairs.c.namespace, pairs.c.path)
+    return sa.select(concepts.c.namespace, concepts.c.path,
+                     (1.0 - concepts.c.embedding.cosine_distance(_query_vector())).label("cos"),
+                     lexical.held_share(concepts.c.content_tsv).label("share")).where(
+        visible(concepts, scope), sa.tuple_(concepts.c.namespace, concepts.c.path).in_(listed))
 
 
 @functools.lru_cache(maxsize=512)
@@ -314,22 +322,17 @@ class IndexReader:
         (lexical.held_share). Refs the scope cannot read are absent."""
         if not memory_ids and not concept_refs:
             return {}
-        vector = list(embedding)
         weights = lexical.share_weights(self.conn, scope, " ".join(query_terms(query)), self._statistics)
+        values = {**self._vector_values(embedding), **lexical.held_share_values(weights)}
         out: dict[str, tuple[float, float]] = {}
         if memory_ids:
-            values = {**self._vector_values(embedding), "ids": list(memory_ids),
-                      "lexemes": [lx for lx, _ in weights], "weights": [w for _, w in weights]}
-            for r in self.conn.execute(_features_statement(scope), values):
+            for r in self.conn.execute(_features_statement(scope), {**values, "ids": list(memory_ids)}):
                 cosine = max(float(r.own) if r.own is not None else 0.0, float(r.passage or 0.0))
                 out[r.id] = (cosine, float(r.share))
         if concept_refs and not scope.source_scoped:
-            pairs = [ref.rpartition(":")[::2] for ref in concept_refs]
-            stmt = sa.select(concepts.c.namespace, concepts.c.path,
-                             (1.0 - concepts.c.embedding.cosine_distance(vector)).label("cos"),
-                             lexical.held_share(weights, concepts.c.content_tsv).label("share")).where(
-                visible(concepts, scope), sa.tuple_(concepts.c.namespace, concepts.c.path).in_(pairs))
-            for r in self.conn.execute(stmt):
+            namespaces, paths = zip(*(ref.rpartition(":")[::2] for ref in concept_refs))
+            for r in self.conn.execute(_concept_features_statement(scope),
+                                       {**values, "namespaces": list(namespaces), "paths": list(paths)}):
                 out[concept_ref(r.namespace, r.path)] = (float(r.cos or 0.0), float(r.share))
         return out
 
