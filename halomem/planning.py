@@ -1,6 +1,7 @@
 """The one way halomem runs a retriever driver, host side: a fresh view for one scope, the query
-embedded with the store's embedder before the driver runs (its failure is the kernel's, not the
-driver's), ``plan`` called and timed, the answer checked, the refs its view never handed out
+embedded with the store's embedder (before the driver runs, or, when the search started it early,
+while the driver reads its lexical lane; its failure is the kernel's, not the driver's), ``plan``
+called and timed, the answer checked, the refs its view never handed out
 dropped, each hit scored by the kernel (halomem.relevance: the calibrated chance it is relevant,
 whatever the driver's own scale) and the list ended where relevance ends. Search, the shadow arm,
 eval, conformance and the benchmarks all call ``run_driver``, so what they measure is what a
@@ -11,9 +12,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from .drivers.view import admitted_refs, build_scoped_view, embed_query
+from .drivers.view import admitted_refs, build_scoped_view, embed_query, embedder_failure, waited_for_embedding_ms
 
 from .embed.calibrate import noise_floor
+from .embed.early import EarlyQuery
 from .embed.registry import ActiveEmbedder
 from .errors import DriverError
 from .index import IndexReader, Scope
@@ -27,8 +29,9 @@ class DriverPlan:
     returned: list[ScoredRef]  # everything plan() returned, its own scores (the conformance kit judges it)
     admitted: list[ScoredRef]  # the admitted refs relevance-scored, before the tail cut
     features: dict[str, Features]  # each admitted ref's measurements (bench calibration fits on them)
-    ms: float  # plan()'s own time, the query's embedding excluded
+    ms: float  # plan()'s own time, the query's embedding (or the wait for it) excluded
     embedder: str  # the store's, which embedded the query
+    embedding_wait_ms: float = 0.0  # the wait for the query's embedding started early: what the reads before did not hide
 
     @property
     def dropped(self) -> int:
@@ -56,29 +59,36 @@ def checked(name: str, refs: object) -> list[ScoredRef]:
 
 
 def run_driver(reader: IndexReader, scope: Scope, embedders: ActiveEmbedder, driver: RetrieverDriver, query: str,
-               k: int, budget: int) -> DriverPlan:
+               k: int, budget: int, early: EarlyQuery | None = None) -> DriverPlan:
     """``driver`` over a fresh view of ``scope`` read through ``reader``, the query embedded by the
     store's embedder as this snapshot names it (a reembed may have swapped it), so the query and the
-    rows share one space.
-    The embedder's failure propagates as it is (the kernel's); whatever ``plan`` raises comes as
-    PlanFailed, a DriverError."""
+    rows share one space. ``early``: the query's embedding the search started (embed.early), waited
+    for when the driver or the relevance features first need it; without it the query is embedded
+    before the driver runs.
+    The embedder's failure propagates as it is (the kernel's), even when the driver met it; whatever
+    else ``plan`` raises comes as PlanFailed, a DriverError."""
     name = getattr(driver, "name", type(driver).__name__)
     embedder = embedders.follow(reader.store_embedder())
-    view = build_scoped_view(reader, scope, embedder)
-    vector = embed_query(view, query)
+    view = build_scoped_view(reader, scope, embedder, early)
+    if early is None:
+        embed_query(view, query)
     started = time.perf_counter()
     try:
         returned = driver.plan(RetrieverQuery(query=query, view=view, token_budget=budget, k=k))
     except Exception as exc:
+        if (failure := embedder_failure(view)) is not None:
+            raise failure from None
         raise PlanFailed(name, exc) from exc
-    ms = (time.perf_counter() - started) * 1000
+    ms = (time.perf_counter() - started) * 1000 - waited_for_embedding_ms(view)
+    vector = embed_query(view, query)
+    waited = waited_for_embedding_ms(view)
     returned = checked(name, returned)
     handed_out = admitted_refs(view)
     admitted = [r for r in returned if r.ref in handed_out]
     features = measured(reader, scope, query, vector, admitted, noise_floor(embedder))
     scored = [replace(r, score=score(features[r.ref])) for r in admitted]
     served = scored[:cut_tail([features[r.ref] for r in scored])]
-    return DriverPlan(served, returned, scored, features, ms, embedder.name)
+    return DriverPlan(served, returned, scored, features, ms, embedder.name, waited)
 
 
 def measured(reader: IndexReader, scope: Scope, query: str, vector: list[float], refs: list[ScoredRef],

@@ -18,6 +18,7 @@ from . import audit
 from .instants import parse_instant
 from .audit import seen as seen_log
 from .drivers import DriverRegistry, DriverUnavailableError
+from .embed.early import EarlyQuery
 from .embed.registry import ActiveEmbedder
 from .errors import DriverError, InvalidInputError
 from .db.replicas import ReadRouter
@@ -100,6 +101,7 @@ class Searcher:
                                     f" (mounted: {', '.join(self.registry.names())})")
         request_id = request_id or new_request_id()
         started = time.perf_counter()
+        early = EarlyQuery(self.embedders.current, query)  # embedded while the policy and the lexical lane are read
         with self.engine.connect() as conn:
             own = lineage_policies(conn, ns)
         policy = effective_of(own)
@@ -113,11 +115,11 @@ class Searcher:
 
         def read(index: MemoryIndex) -> tuple[Planned, SearchResult]:
             with index.reader() as reader:
-                planned = self._plan(reader, scope, chosen, query, k, token_budget)
+                planned = self._plan(reader, scope, chosen, query, k, token_budget, early)
                 used["embedder"] = planned.embedder
                 if shadow:
                     shadowed.update(self._shadow(reader, scope, shadow, query, k, token_budget,
-                                                 [r.ref for r in planned.refs]))
+                                                 [r.ref for r in planned.refs], early))
                 return planned, self._materialize(reader, scope, query, planned, requested, request_id)
 
         try:  # a replica that fails mid-read is set aside and the primary answers (ReadRouter.read)
@@ -162,12 +164,13 @@ class Searcher:
         return result
 
     def _plan(self, reader: IndexReader, scope: Scope, driver: RetrieverDriver, query: str, k: int,
-              budget: int) -> "Planned":
+              budget: int, early: EarlyQuery) -> "Planned":
         """Run the driver (planning.run_driver); DriverUnavailableError re-plans with baseline. The
-        query is embedded before either runs: the embedder's failures are the kernel's own."""
+        query's embedding, started as the search began, is the kernel's: its failures are the
+        kernel's own."""
         with DriverWarnings() as warned:
             def run(d: RetrieverDriver, note: Fallback | None) -> Planned:
-                plan = run_driver(reader, scope, self.embedders, d, query, k, budget)
+                plan = run_driver(reader, scope, self.embedders, d, query, k, budget, early)
                 return Planned(plan.refs, d.name, plan.dropped, note, warned.messages, plan.embedder)
 
             try:
@@ -181,14 +184,14 @@ class Searcher:
             return run(self.registry.get(DriverRegistry.FALLBACK), note)
 
     def _shadow(self, reader: IndexReader, scope: Scope, name: str, query: str, k: int, budget: int,
-                served: list[str]) -> dict[str, object]:
+                served: list[str], early: EarlyQuery) -> dict[str, object]:
         """The shadow arm beside the answer (policy ab_test shadow): its refs, their overlap@k with
         what was served and its plan time, for the audit row only. Nobody is handed these refs, and
         a shadow that fails or is not mounted never touches the answer."""
         if not self.registry.has(name):
             return {"shadow": name, "shadow_error": "unmounted"}
         try:
-            plan = run_driver(reader, scope, self.embedders, self.registry.get(name), query, k, budget)
+            plan = run_driver(reader, scope, self.embedders, self.registry.get(name), query, k, budget, early)
         except Exception as exc:  # noqa: BLE001 - a shadow's failure is recorded, never raised
             return {"shadow": name, "shadow_error": type(exc).__name__}
         kept = plan.refs[:k]

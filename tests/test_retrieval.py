@@ -69,7 +69,28 @@ def test_embedder_mismatch_is_a_clear_error(kernel):
 def test_coverage_counts_the_query_words_that_carry_meaning():
     from halomem.retrieval.coverage import coverage_scores
 
-    docs = {"a": "Deploys go through ArgoCD canaries", "b": "ArgoCD is the deploy tool", "c": "Lunch is at noon"}
-    scores = coverage_scores("How do deploys go through ArgoCD?", docs)
-    assert scores == {"a": 1.0, "b": 0.25, "c": 0.0}  # deploys, go, through, argocd: stop words left out
+    docs = {"a": "Deploys go through ArgoCD canaries", "b": "ArgoCD is the deploy tool", "c": "Lunch is at noon",
+            "d": "ArgoCD: through it deploys go"}
+    words = coverage_scores("How do deploys go through ArgoCD?", docs, pair_share=0.0)
+    assert words == {"a": 1.0, "b": 0.25, "c": 0.0, "d": 1.0}  # deploys, go, through, argocd: stop words left out
     assert coverage_scores("what is the", docs) == {}  # nothing but stop words: no lane at all
+    # half the lane is the query's adjacent pairs (deploys go, go through, through argocd) held adjacent:
+    # the same words in another order say something else
+    scores = coverage_scores("How do deploys go through ArgoCD?", docs)
+    assert scores == {"a": 1.0, "b": 0.125, "c": 0.0, "d": 0.5 + 0.5 * 1 / 3}
+    assert coverage_scores("ArgoCD", docs) == {"a": 1.0, "b": 1.0, "c": 0.0, "d": 1.0}  # one word: no pairs
+
+
+def test_coverage_tells_a_statement_from_its_flipped_copy_by_more_than_one_word():
+    """A passage and its copy with one word flipped (scifact-antonym): the words' share differs by
+    one word, the pairs' by the two pairs that word is in."""
+    from halomem.retrieval.coverage import coverage_scores
+
+    query = "Do marrow-derived dendritic cells express high levels of MHC class II products?"
+    docs = {"said": "The dendritic cells express high levels of MHC class II products.",
+            "flipped": "The dendritic cells express low levels of MHC class II products.",
+            "apart": "MHC class II products: dendritic cells of the marrow, at high levels, express them."}
+    words = coverage_scores(query, docs, pair_share=0.0)
+    scores = coverage_scores(query, docs)
+    assert scores["said"] - scores["flipped"] > words["said"] - words["flipped"] > 0
+    assert scores["said"] > scores["apart"] and words["apart"] >= words["said"]

@@ -25,6 +25,11 @@ CANDIDATES = [(f"(s/(s+M))^{p:g}, {w:g} / {1 - w:g}", p, w)
 # (lexical, cosine, coverage), each setting's weights summing to 1: docs/bench/fusion.md
 COVERAGE_CANDIDATES = [(0.72, 0.28, 0.1), (0.72, 0.28, 0.2), (0.72, 0.28, 0.3), (0.62, 0.28, 0.10),
                        (0.52, 0.28, 0.20), (0.57, 0.33, 0.10), (0.52, 0.33, 0.15), (0.67, 0.28, 0.05)]
+# coverage with the query's adjacent word pairs (retrieval.coverage's pair_share of the lane):
+# (lexical, cosine, coverage, pair share)
+PAIR_CANDIDATES = [(0.57, 0.33, 0.10, 0.5), (0.57, 0.33, 0.10, 0.3), (0.52, 0.33, 0.15, 0.5),
+                   (0.57, 0.33, 0.15, 0.5), (0.55, 0.35, 0.15, 0.5), (0.57, 0.33, 0.12, 0.7),
+                   (0.52, 0.38, 0.15, 0.5), (0.50, 0.35, 0.20, 0.5), (0.55, 0.35, 0.15, 0.6)]
 
 
 def main(beir: list[str]) -> None:
@@ -49,10 +54,13 @@ def main(beir: list[str]) -> None:
         for name in ("baseline", "keyword", "graph", "fusion", *LANES):
             score(name, name)
         for label, power, weight in CANDIDATES:
-            score(label, "fusion", FusionDriver(weight, 1 - weight, lexical_power=power))
+            score(label, "fusion", FusionDriver(weight, 1 - weight, lexical_power=power, coverage_weight=0.0))
         for lexical, cosine, covered in COVERAGE_CANDIDATES:
             score(f"{lexical:g} / {cosine:g} + coverage {covered:g}", "fusion",
-                  FusionDriver(lexical, cosine, coverage_weight=covered))
+                  FusionDriver(lexical, cosine, coverage_weight=covered, pair_share=0.0))
+        for lexical, cosine, covered, pairs in PAIR_CANDIDATES:
+            score(f"{lexical:g} / {cosine:g} + coverage {covered:g}, pairs {pairs:g}", "fusion",
+                  FusionDriver(lexical, cosine, coverage_weight=covered, pair_share=pairs))
 
 
 if __name__ == "__main__":

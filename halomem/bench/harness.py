@@ -19,7 +19,8 @@ from ..ranking_metrics import METRICS, score_all
 EVAL_K = 10
 EVAL_BUDGET = 1_000_000  # measure ranking, not budget trimming
 WARM_QUERIES = 5  # untimed plans per driver first: caches, the planner, the embedder's session
-# fusion's two lanes alone over its own pool, no context: what the default must add to (bench quality --lanes)
+# fusion's BM25 and vector lanes, each alone over its own pool, no context: what the default must add to
+# (bench quality --lanes)
 LANES = ("fusion/bm25-alone", "fusion/vectors-alone")
 
 
@@ -27,7 +28,8 @@ def _driver(kernel, name: str):  # noqa: ANN001, ANN202
     if name in LANES:
         from ..drivers.fusion import FusionDriver
 
-        return FusionDriver(*((1.0, 0.0) if name == LANES[0] else (0.0, 1.0)), context=False)
+        # each lane alone: no context and no coverage lane (fusion's third; until issue 54's pairs both rows carried it)
+        return FusionDriver(*((1.0, 0.0) if name == LANES[0] else (0.0, 1.0)), context=False, coverage_weight=0.0)
     return kernel.registry.get(name)
 
 

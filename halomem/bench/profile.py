@@ -6,7 +6,10 @@ new store gets: the query is embedded as a caller's would be). Each step is time
 call on this kernel (the wrappers add a clock read each, nothing else):
 
 - policy: the lineage's policies read (one statement);
-- embed: the query's embedding;
+- embed: the search's wait for its query's embedding: all of it here (a transformer on every core
+  embeds when the vector is first asked for), or what the policy read and the driver's lexical
+  reads did not hide when it runs on a worker from the search's start (embed.early: a transformer
+  on all cores but one, as `halomem serve` runs it, or an embedding service);
 - plan: the driver's `plan()` as planning.run_driver times it;
 - view and checks: the rest of run_driver (the ScopedView, the admitted-refs filter, the relevance
   scores and the tail cut);
@@ -82,19 +85,16 @@ def _instrument(kernel: Any, clock: Clock) -> Callable[[], None]:
     def run_driver(*args: Any, **kwargs: Any) -> Any:
         plan = clock.timed("run_driver", real_run)(*args, **kwargs)
         clock.current()["plan"] += plan.ms
+        clock.current()["embed"] += plan.embedding_wait_ms
         return plan
 
     search.run_driver = run_driver
-    embedder = kernel.embedders.current
-    embedder_embed = embedder.embed
-    embedder.embed = clock.timed("embed", embedder_embed)
     searcher._materialize = clock.timed("materialise", searcher._materialize)
     searcher._audit_search = clock.timed("audit", searcher._audit_search)
 
     def undo() -> None:
         for module, name, value in saved:
             setattr(module, name, value)
-        embedder.embed = embedder_embed
         del searcher._materialize, searcher._audit_search
     return undo
 

@@ -11,8 +11,10 @@ Differences from baseline, each a standard IR adjustment rather than a fit to on
   stretched a small pool's one weak word match to the lexical lane's 1.0, over the paraphrase the
   vector lane ranked first;
 - a third, smaller lane, query-term coverage (retrieval.coverage: the share of the query's
-  meaningful words a memory holds, unweighted): BM25's share rewards the rarest word, coverage
-  holding all of them, what a question with several constraints asks for (COVERAGE_WEIGHT);
+  meaningful words a memory holds, unweighted, blended with the share of the query's adjacent
+  word pairs it holds adjacent): BM25's share rewards the rarest word, coverage holding all of
+  them in the query's order, what a question with several constraints asks for and what tells a
+  statement from the same words saying something else (COVERAGE_WEIGHT);
 - neighbour context: a memory is raised by the better score of the memories just before and after
   it in its source (Candidate.position): a reply whose words are in the turn it answers, a chunk
   that continues the one naming its subject;
@@ -37,7 +39,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from halomem.retrieval.concepts import with_concepts
-from halomem.retrieval.coverage import coverage_scores
+from halomem.retrieval.coverage import PAIR_SHARE, coverage_scores
 from halomem.retrieval.evidence import evidenced, only, similarity_floor
 from halomem.retrieval.exclusion import without_exclusions
 from halomem.retrieval.evidence_share import LEXICAL_POWER, cosine_above_floor, lexical_share, query_mass
@@ -46,14 +48,14 @@ from halomem.retrieval import gather_pool, subject_scores, with_neighbour_contex
 from halomem.types import Capabilities, RetrieverQuery, ScoredRef, estimate_tokens, fit_budget, rank_key
 
 VECTOR_K = 200
-LEXICAL_WEIGHT = 0.57
-COSINE_WEIGHT = 0.33
+LEXICAL_WEIGHT = 0.55
+COSINE_WEIGHT = 0.35
 BM25_K1 = 1.5
 BM25_B = 0.3
 SOURCE_CONTEXT_WEIGHT = 0.5
 NEIGHBOUR_CONTEXT_WEIGHT = 0.3
 SUBJECT_WEIGHT = 0.2  # a bonus on top of the two lanes' 1.0
-COVERAGE_WEIGHT = 0.10  # query-term coverage (retrieval.coverage): a memory holding all the query asks for
+COVERAGE_WEIGHT = 0.15  # query-term coverage (retrieval.coverage): a memory holding all the query asks for
 
 
 class FusionDriver:
@@ -61,12 +63,14 @@ class FusionDriver:
 
     def __init__(self, lexical_weight: float = LEXICAL_WEIGHT, cosine_weight: float = COSINE_WEIGHT,
                  context: bool = True, lexical_power: float = LEXICAL_POWER,
-                 coverage_weight: float = COVERAGE_WEIGHT, exclusions: bool = True) -> None:
+                 coverage_weight: float = COVERAGE_WEIGHT, exclusions: bool = True,
+                 pair_share: float = PAIR_SHARE) -> None:
         """The shipped setting by default; other settings, no context (subject, neighbour and
-        source), or exclusions ranked as asked for, are what `bench quality --lanes` and
-        tools/fusion_candidates.py measure."""
+        source), exclusions ranked as asked for, or coverage without word pairs, are what `bench
+        quality --lanes` and tools/fusion_candidates.py measure."""
         self._lexical_weight, self._cosine_weight, self._context = lexical_weight, cosine_weight, context
         self._lexical_power, self._coverage_weight, self._exclusions = lexical_power, coverage_weight, exclusions
+        self._pair_share = pair_share
 
     def capabilities(self) -> Capabilities:
         return Capabilities(graph=False, streaming=False)
@@ -83,7 +87,7 @@ class FusionDriver:
                               self._lexical_power)
         lanes = [(share, self._lexical_weight), (cosine_above_floor(pool.cosine, floor), self._cosine_weight)]
         if self._coverage_weight:
-            lanes.append((coverage_scores(q.query, pool.content), self._coverage_weight))
+            lanes.append((coverage_scores(q.query, pool.content, self._pair_share), self._coverage_weight))
         subject = subject_scores(q.view, q.query, pool.content) if self._context else {}
         if 0 < sum(subject.values()) < len(subject):  # a lane that sets some memories apart
             lanes.append((subject, SUBJECT_WEIGHT))

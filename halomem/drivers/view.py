@@ -6,9 +6,11 @@ driver returns that this view did not admit during this call.
 """
 from __future__ import annotations
 
+import time
 from typing import Literal, Sequence
 
 from ..embed import Embedder
+from ..embed.early import EarlyQuery
 from ..index import IndexReader, Scope
 from ..types import Candidate, CorpusStats, Entity, EntityFact, Namespace, ScoredRef, VectorHit
 
@@ -21,15 +23,19 @@ def _bounded(n: int) -> int:
 
 
 class KernelScopedView:
-    __slots__ = ("namespace", "_reader", "_scope", "_embedder", "_admitted", "_last_embedded")
+    __slots__ = ("namespace", "_reader", "_scope", "_embedder", "_admitted", "_last_embedded", "_early",
+                 "_embedder_failed", "_waited_ms")
 
-    def __init__(self, reader: IndexReader, scope: Scope, embedder: Embedder) -> None:
+    def __init__(self, reader: IndexReader, scope: Scope, embedder: Embedder, early: EarlyQuery | None = None) -> None:
         self.namespace: Namespace = scope.namespace
         self._reader = reader
         self._scope = scope
         self._embedder = embedder
         self._admitted: set[str] = set()
         self._last_embedded: tuple[str, tuple[float, ...]] | None = None
+        self._early = early if early is not None and early.serves(embedder) else None
+        self._embedder_failed: Exception | None = None
+        self._waited_ms = 0.0
 
     def _admit(self, refs: Sequence[str]) -> None:
         self._admitted.update(refs)
@@ -70,7 +76,16 @@ class KernelScopedView:
         """One text's embedding, the last one remembered: a driver embeds its query and then asks
         for concepts of the same query, which embedded it again (MiniLM: milliseconds each)."""
         if self._last_embedded is None or self._last_embedded[0] != text:
-            [vector] = self._embedder.embed([text])
+            try:
+                if self._early is not None and self._early.text == text:
+                    started = time.perf_counter()
+                    vector = self._early.vector()
+                    self._waited_ms += (time.perf_counter() - started) * 1000
+                else:
+                    [vector] = self._embedder.embed([text])
+            except Exception as exc:
+                self._embedder_failed = exc  # the kernel's failure, even when a driver's call met it
+                raise
             self._last_embedded = (text, tuple(vector))
         return list(self._last_embedded[1])  # a copy: what a driver does to it stays its own
 
@@ -90,15 +105,29 @@ class KernelScopedView:
         return out
 
 
-def build_scoped_view(reader: IndexReader, scope: Scope, embedder: Embedder) -> KernelScopedView:
-    return KernelScopedView(reader, scope, embedder)
+def build_scoped_view(reader: IndexReader, scope: Scope, embedder: Embedder,
+                      early: EarlyQuery | None = None) -> KernelScopedView:
+    """``early``: the query's embedding a search started as it began (embed.early); the view uses it
+    only when it is ``embedder``'s."""
+    return KernelScopedView(reader, scope, embedder, early)
 
 
 def embed_query(view: KernelScopedView, query: str) -> list[float]:
-    """Embed the query kernel-side before the driver runs (kernel-side bookkeeping): the driver's
-    own view.embed([query]) is then answered from the view, and an embedder that fails (a remote
-    service down) fails here, as the kernel's error, not as the driver's."""
+    """The query's embedding, kernel-side (kernel-side bookkeeping): the driver's own
+    view.embed([query]) is answered from the view, and an embedder that fails (a remote service
+    down) fails as the kernel's error, not as the driver's."""
     return view._embedding(query)
+
+
+def embedder_failure(view: KernelScopedView) -> Exception | None:
+    """What the embedder raised when this view embedded (kernel-side bookkeeping): a driver that met
+    it while planning failed because of the kernel's embedder, not its own fault."""
+    return view._embedder_failed
+
+
+def waited_for_embedding_ms(view: KernelScopedView) -> float:
+    """How long this view waited for an embedding started before it (kernel-side bookkeeping)."""
+    return view._waited_ms
 
 
 def admitted_refs(view: KernelScopedView) -> frozenset[str]:

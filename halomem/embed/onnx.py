@@ -32,12 +32,17 @@ THREADS_VARIABLE = "HALOMEM_EMBED_THREADS"
 SHIPPED_NOISE_FLOOR = 0.1669  # embed.calibrate's measure for the shipped build (a test holds it to that)
 
 
+def intra_op_threads(threads: int | None) -> int:
+    """The threads a session runs on: ``threads``, else HALOMEM_EMBED_THREADS (`halomem serve` leaves a
+    core to other callers while one embeds a batch), else up to 4 cores."""
+    return threads or int(os.environ.get(THREADS_VARIABLE) or 0) or min(4, os.cpu_count() or 1)
+
+
 def _session(model: Path | bytes, threads: int | None, prepack: bool = True):  # noqa: ANN202
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    # HALOMEM_EMBED_THREADS: `halomem serve` leaves a core to other callers while one embeds a batch
-    options.intra_op_num_threads = threads or int(os.environ.get(THREADS_VARIABLE) or 0) or min(4, os.cpu_count() or 1)
+    options.intra_op_num_threads = intra_op_threads(threads)
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # warnings about unused initializers are not the operator's business
     if not prepack:
@@ -84,6 +89,12 @@ class OnnxEmbedder:
             self._weights, self._tokenizer_file = self._export(Path(model).expanduser())
             self.model = f"{self._tokenizer_file.parent.name}/{self._weights.stem}"
             self.name = f"onnx:{model}"
+
+    @property
+    def threads(self) -> int:
+        """The cores its runs take (embed.early starts a query's embedding beside the search's
+        reads only when a core is left for them)."""
+        return intra_op_threads(self._threads)
 
     def for_few_texts(self) -> None:
         """Set up for a process that embeds a handful of texts and exits (the CLI's prefetch child):
