@@ -184,6 +184,11 @@ def run_peers(out_dir: Path, locomo: Path, say: Callable[[str], None], *, conver
     return result
 
 
+REPRODUCE = ("Reproduce: `pip install \"langgraph-checkpoint-postgres>=3.2,<3.3\"` (an optional dev dependency,\n"
+             "never a runtime one), then `halomem bench peers --writes 300 --out results/` (about ten minutes, the\n"
+             "server leg included; `--callers 0` leaves it out).")
+
+
 def markdown(result: dict[str, Any]) -> str:
     systems = result["systems"]
     table = report.markdown_table(
@@ -196,7 +201,7 @@ def markdown(result: dict[str, Any]) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in result["versions"].items())
     text = (f"# halomem beside its peers\n\nLoCoMo, {result['memories']} memories in {result['namespaces']} "
             f"conversation namespaces, {result['questions']} answerable questions (categories 1-4), k={result['k']}, {result['writes']} single "
-            f"writes; one interleaved run, in process, one caller. Versions: {versions}.\n\n{table}\n\n"
+            f"writes; one interleaved run, in process, one caller. Versions: {versions}.\n\n{REPRODUCE}\n\n{table}\n\n"
             + "\n".join(ratios) + "\n")
     load = result.get("over_http")
     if load:

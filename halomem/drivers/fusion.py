@@ -28,8 +28,8 @@ Differences from baseline, each a standard IR adjustment rather than a fit to on
   similarity floor: retrieval.evidence); context raises them, it does not admit others;
 - an exclusion the query states ("excluding Y", "other than Y", "don't mention Y") is left out of
   what every lane ranks (retrieval.exclusion): by its words, the memories about Y would come first.
-One setting for every collection, chosen across the six dev sets (LoCoMo, its sessions as long
-documents, org-concepts, company facts asked in other words, two public BEIR collections:
+One setting for every collection, chosen across the eight dev sets (LoCoMo, its sessions as long
+documents, org-concepts, company facts asked in other words, four public collections:
 docs/bench/devsets.md, docs/bench/fusion.md), never per set.
 
 DRIVER BOUNDARY: imports only halomem.types and halomem.retrieval.
