@@ -119,3 +119,26 @@ def test_a_transformer_is_given_a_worker_only_when_it_leaves_the_reads_a_core() 
     assert not worth_a_worker(OnnxEmbedder(threads=cores))
     assert not worth_a_worker(HashEmbedder())  # microseconds: the hop would cost more
     assert worth_a_worker(Recording(HashEmbedder()))  # a service waits on the network
+
+
+def test_a_forked_child_embeds_early_with_workers_of_its_own() -> None:
+    """The CLI forks (embed.prefetch); a child that inherited the parent's pool, whose threads it does
+    not have, would wait forever for its query's embedding."""
+    import os
+
+    EarlyQuery(Recording(HashEmbedder()), "warm the parent's pool").vector()
+    pid = os.fork()
+    if pid == 0:  # the child: embed early once, report by exit code, never run the parent's hooks
+        code = 1
+        try:
+            done = threading.Event()
+
+            def embed() -> None:
+                EarlyQuery(Recording(HashEmbedder()), QUERY).vector()
+                done.set()
+            threading.Thread(target=embed, daemon=True).start()
+            code = 0 if done.wait(10) else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

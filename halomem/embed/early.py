@@ -41,6 +41,17 @@ def _workers() -> ThreadPoolExecutor:
         return _pool
 
 
+def _forget_workers() -> None:
+    """A forked child has none of the parent's worker threads: the pool it inherited would queue its
+    embeddings forever, so it makes its own."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers)
+
+
 class EarlyQuery:
     """One query's embedding by ``embedder``, started now, waited for by ``vector``."""
 
