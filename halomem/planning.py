@@ -1,7 +1,7 @@
 """The one way halomem runs a retriever driver, host side: a fresh view for one scope, the query
-embedded with the store's embedder (before the driver runs, or, when the search started it early,
-while the driver reads its lexical lane; its failure is the kernel's, not the driver's), ``plan``
-called and timed, the answer checked, the refs its view never handed out
+embedded with the store's embedder when first asked for (on a worker from the search's start where
+that pays: embed.early; its failure is the kernel's, not the driver's), ``plan`` called and timed
+(the embedding left out), the answer checked, the refs its view never handed out
 dropped, each hit scored by the kernel (halomem.relevance: the calibrated chance it is relevant,
 whatever the driver's own scale) and the list ended where relevance ends. Search, the shadow arm,
 eval, conformance and the benchmarks all call ``run_driver``, so what they measure is what a
@@ -62,16 +62,13 @@ def run_driver(reader: IndexReader, scope: Scope, embedders: ActiveEmbedder, dri
                k: int, budget: int, early: EarlyQuery | None = None) -> DriverPlan:
     """``driver`` over a fresh view of ``scope`` read through ``reader``, the query embedded by the
     store's embedder as this snapshot names it (a reembed may have swapped it), so the query and the
-    rows share one space. ``early``: the query's embedding the search started (embed.early), waited
-    for when the driver or the relevance features first need it; without it the query is embedded
-    before the driver runs.
+    rows share one space. ``early``: the query's embedding the search started (embed.early); without
+    it one is made here. Either is waited for when the driver or the relevance features first need it.
     The embedder's failure propagates as it is (the kernel's), even when the driver met it; whatever
     else ``plan`` raises comes as PlanFailed, a DriverError."""
     name = getattr(driver, "name", type(driver).__name__)
     embedder = embedders.follow(reader.store_embedder())
-    view = build_scoped_view(reader, scope, embedder, early)
-    if early is None:
-        embed_query(view, query)
+    view = build_scoped_view(reader, scope, embedder, early or EarlyQuery(embedder, query))
     started = time.perf_counter()
     try:
         returned = driver.plan(RetrieverQuery(query=query, view=view, token_budget=budget, k=k))

@@ -64,6 +64,12 @@ class HalomemSide:
         self.ops[ns].remember(text)
 
 
+def libpq_url(kernel: Any) -> str:
+    """The kernel's database as a plain postgresql:// URL with its password (the peer's store and the
+    server leg's processes connect with it)."""
+    return kernel.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
 def langgraph_index(embedder: Any) -> dict[str, Any]:
     """LangGraph's PostgresStore index config: halomem's embedder, the items' ``text`` field (the
     in-process side and bench.peer_server alike)."""
@@ -78,8 +84,7 @@ class LangGraphSide:
         from langgraph.store.base import PutOp
 
         embedder = kernel.embedder
-        url = kernel.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
-        self._cm = PostgresStore.from_conn_string(url, index=langgraph_index(embedder))
+        self._cm = PostgresStore.from_conn_string(libpq_url(kernel), index=langgraph_index(embedder))
         self.store = self._cm.__enter__()
         self.store.setup()
         for ns, docs in ds.docs.items():
@@ -162,8 +167,7 @@ def run_peers(out_dir: Path, locomo: Path, say: Callable[[str], None], *, conver
         if callers and len(sides) > 1:  # the server leg (bench.peers_load), where the peer is installed
             from .peers_load import run_load
 
-            url = kernel.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
-            load = run_load(kernel, url, chosen, callers, rounds, say)
+            load = run_load(kernel, libpq_url(kernel), chosen, callers, rounds, say)
     rows = {}
     base = sides[0].name
     for side in sides:

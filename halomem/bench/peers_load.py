@@ -40,12 +40,12 @@ WIDE = "halomem, shares as wide as the callers"
 def run_load(kernel: Any, url: str, questions: Sequence[Any], callers: int, rounds: int,
              say: Callable[[str], None]) -> dict[str, Any]:
     """Each system's server answering ``questions`` with ``callers`` threads, ``rounds`` legs each."""
-    from ..embed.onnx import THREADS_VARIABLE
+    from ..embed.onnx import THREADS_VARIABLE, serving_threads
     from ..ops import for_operator
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("HALOMEM_")}
     env.update({"HALOMEM_DATABASE_URL": url, "HALOMEM_EMBEDDER": kernel.embedder.name,
-                THREADS_VARIABLE: str(max(1, (os.cpu_count() or 1) - 1))})  # as halomem serve sets it
+                THREADS_VARIABLE: str(serving_threads())})  # the peer's server too, as halomem serve sets it
     tokens = {ns: for_operator(kernel, ns).create_token(None, "bench peers", "read").token
               for ns in sorted({q.namespace for q in questions})}
     servers: list[ServerProcess] = []

@@ -44,11 +44,10 @@ def register(app: typer.Typer) -> None:
                                           "in-flight requests get to finish; unfinished writes then roll back.")
               ) -> None:
         """Serve agents: the HTTP JSON API (/v1, /docs) and MCP (/mcp); every caller needs a token."""
-        from ..embed.onnx import THREADS_VARIABLE
+        from ..embed.onnx import THREADS_VARIABLE, serving_threads
         from ..server.app import serve as run_server
 
-        # a batch's embedding takes all cores but one: a search beside it still has a core (fair sharing)
-        os.environ.setdefault(THREADS_VARIABLE, str(max(1, (os.cpu_count() or 1) - 1)))
+        os.environ.setdefault(THREADS_VARIABLE, str(serving_threads()))
         k = kernel()
         err.print(f"halomem: serving http://{host}:{port} (API /v1, docs /docs, MCP /mcp)", markup=False)
         run_server(k, host=host, port=port, rate=rate_limit, burst=burst, max_body=max_body, access_log=access_log,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from threading import Lock
+
 from .embedders import Embedder
 
 WORKERS = 16  # as many as `halomem serve` runs requests at once (admission.DEFAULT_PER_SERVER)
@@ -57,17 +58,17 @@ class EarlyQuery:
 
     def __init__(self, embedder: Embedder, text: str) -> None:
         self.embedder, self.text = embedder, text
+        self._vector: list[float] | None = None
         self._future: Future[list[list[float]]] | None = None
         if worth_a_worker(embedder):
             self._future = _workers().submit(embedder.embed, [text])
 
     def vector(self) -> list[float]:
-        """The embedding (the embedder's own error if it failed: the kernel's, raised in the caller)."""
-        if self._future is None:
-            [vector] = self.embedder.embed([self.text])
-            return vector
-        [vector] = self._future.result()
-        return vector
+        """The embedding, made once for every view that asks (the answer's and the shadow arm's);
+        the embedder's own error if it failed: the kernel's, raised in the caller."""
+        if self._vector is None:
+            [self._vector] = self._future.result() if self._future is not None else self.embedder.embed([self.text])
+        return self._vector
 
     def serves(self, embedder: Embedder) -> bool:
         """Whether this is ``embedder``'s (a reembed may have swapped the store's embedder since the

@@ -38,6 +38,13 @@ def intra_op_threads(threads: int | None) -> int:
     return threads or int(os.environ.get(THREADS_VARIABLE) or 0) or min(4, os.cpu_count() or 1)
 
 
+def serving_threads() -> int:
+    """`halomem serve`'s HALOMEM_EMBED_THREADS: all cores but one, so a search beside a batch's
+    embedding still has a core (fair sharing), and a query's embedding runs beside the search's
+    reads (embed.early)."""
+    return max(1, (os.cpu_count() or 1) - 1)
+
+
 def _session(model: Path | bytes, threads: int | None, prepack: bool = True):  # noqa: ANN202
     import onnxruntime as ort
 
